@@ -1,0 +1,52 @@
+"""alter-publish: sign, render and prove alter1 identity records for the zones you own.
+
+The public API is what ``__all__`` lists; everything else may change.
+"""
+
+from __future__ import annotations
+
+from alter_publish.envelope import Envelope, Revocation, parse_record, verify_record
+from alter_publish.errors import (
+    AlterError,
+    DefinitionError,
+    HandleError,
+    KeyStoreError,
+    ProofError,
+    RenderError,
+    ResolveError,
+    ServeError,
+    SigningError,
+    URIError,
+    UsageError,
+    VerificationError,
+)
+from alter_publish.handles import AlterURI, Handle, Tier, parse_handle, parse_uri
+from alter_publish.identitylog import merkle_root
+
+__version__ = "0.1.0"
+
+__all__ = [
+    "AlterError",
+    "AlterURI",
+    "DefinitionError",
+    "Envelope",
+    "Handle",
+    "HandleError",
+    "KeyStoreError",
+    "ProofError",
+    "RenderError",
+    "ResolveError",
+    "Revocation",
+    "ServeError",
+    "SigningError",
+    "Tier",
+    "URIError",
+    "UsageError",
+    "VerificationError",
+    "__version__",
+    "merkle_root",
+    "parse_handle",
+    "parse_record",
+    "parse_uri",
+    "verify_record",
+]

@@ -1,0 +1,144 @@
+"""The one exception tree of alter-publish.
+
+Every error a user can cause is an :class:`AlterError`. ``str(error)`` is one
+line, ``where: what``; ``category`` is the spec's error category where one
+applies (``bad-signature``, ``expired``, ...) and ``exit_code`` is the
+documented process exit code the CLI uses for it.
+"""
+
+from __future__ import annotations
+
+EXIT_OK = 0
+EXIT_VERIFICATION = 1
+EXIT_USAGE = 2
+EXIT_DEFINITION = 3
+EXIT_KEY = 4
+EXIT_OUTPUT = 5
+EXIT_NETWORK = 6
+EXIT_INTERNAL = 70
+
+#: Categories of spec section 6 and 7, in the order the checks run.
+VERIFICATION_CATEGORIES = (
+    "malformed",
+    "unsupported",
+    "handle-mismatch",
+    "bad-signature",
+    "revoked",
+    "not-yet-valid",
+    "expired",
+    "rollback",
+    "key-mismatch",
+    "no-continuity",
+    "bad-continuity",
+    "conflict",
+    "not-found",
+    "insecure",
+    "bogus",
+)
+
+
+class AlterError(Exception):
+    """Base of every error alter-publish raises on purpose.
+
+    Attributes:
+        where: the file:line:col, handle, owner name or record the error is about.
+        what: what is wrong, one line.
+        category: the spec category (or a stage name for non-spec errors).
+        reasons: every individual problem when several were collected.
+    """
+
+    category: str = "error"
+    exit_code: int = EXIT_INTERNAL
+
+    def __init__(
+        self,
+        what: str,
+        *,
+        where: str | None = None,
+        category: str | None = None,
+        reasons: tuple[str, ...] = (),
+    ) -> None:
+        self.what = " ".join(what.split())
+        self.where = where
+        if category is not None:
+            self.category = category
+        self.reasons = reasons
+        super().__init__(str(self))
+
+    def __str__(self) -> str:
+        return f"{self.where}: {self.what}" if self.where else self.what
+
+
+class UsageError(AlterError):
+    """A bad command-line argument or option value."""
+
+    category = "usage"
+    exit_code = EXIT_USAGE
+
+
+class HandleError(UsageError):
+    """A handle that does not follow the handle grammar (spec section 1)."""
+
+    category = "malformed-handle"
+
+
+class URIError(UsageError):
+    """An alter: URI that does not follow the URI grammar (spec section 2)."""
+
+    category = "malformed-uri"
+
+
+class DefinitionError(AlterError):
+    """A zone definition (YAML) with one or more problems; see ``reasons``."""
+
+    category = "definition"
+    exit_code = EXIT_DEFINITION
+
+
+class KeyStoreError(AlterError):
+    """A key that is missing, unreadable, unsafe or undecryptable."""
+
+    category = "key"
+    exit_code = EXIT_KEY
+
+
+class SigningError(AlterError):
+    """Building or signing an envelope failed."""
+
+    category = "signing"
+    exit_code = EXIT_DEFINITION
+
+
+class RenderError(AlterError):
+    """Rendering, parsing back or writing a zone or output file failed."""
+
+    category = "render"
+    exit_code = EXIT_OUTPUT
+
+
+class ServeError(AlterError):
+    """The embedded server could not start or answer."""
+
+    category = "serve"
+    exit_code = EXIT_NETWORK
+
+
+class ResolveError(AlterError):
+    """A DNS query failed at the transport level (timeout, refused, bad answer)."""
+
+    category = "network"
+    exit_code = EXIT_NETWORK
+
+
+class VerificationError(AlterError):
+    """A record or handle failed verification; ``category`` says how (spec 6 and 7)."""
+
+    category = "malformed"
+    exit_code = EXIT_VERIFICATION
+
+
+class ProofError(AlterError):
+    """The loopback proof failed for one or more handles; see ``reasons``."""
+
+    category = "proof"
+    exit_code = EXIT_VERIFICATION

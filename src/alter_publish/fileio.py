@@ -1,0 +1,48 @@
+"""Atomic file writes: temp file in the same directory, fsync, rename."""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import tempfile
+from pathlib import Path
+
+from alter_publish.errors import AlterError, RenderError
+
+PRIVATE_MODE = 0o600
+PUBLIC_MODE = 0o644
+
+
+def atomic_write_bytes(
+    path: Path, data: bytes, *, mode: int = PUBLIC_MODE, error: type[AlterError] = RenderError
+) -> bool:
+    """Write ``data`` to ``path`` atomically with ``mode``; skip when the bytes are unchanged.
+
+    Returns:
+        True when the file was (re)written, False when it already held ``data``.
+
+    Raises:
+        AlterError: (``error``, RenderError by default) the file could not be written.
+    """
+    try:
+        if path.read_bytes() == data and (path.stat().st_mode & 0o777) == mode:
+            return False
+    except OSError:
+        pass
+    try:
+        path.parent.mkdir(parents=True, exist_ok=True)
+        fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
+    except OSError as exc:
+        raise error(f"cannot write: {exc.strerror}", where=str(path)) from exc
+    try:
+        os.fchmod(fd, mode)
+        with os.fdopen(fd, "wb") as handle:
+            handle.write(data)
+            handle.flush()
+            os.fsync(handle.fileno())
+        Path(tmp).replace(path)
+    except OSError as exc:
+        with contextlib.suppress(OSError):
+            Path(tmp).unlink()
+        raise error(f"cannot write: {exc.strerror}", where=str(path)) from exc
+    return True

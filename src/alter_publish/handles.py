@@ -1,0 +1,210 @@
+"""Handles (``~blake``), their tiers and owner names; ``alter:`` URIs (spec 1 and 2)."""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+from enum import StrEnum
+
+from alter_publish.errors import HandleError, URIError
+
+OWNER_PREFIX = "_alter"
+LABEL_MAX_OCTETS = 63
+OWNER_MAX_OCTETS = 253
+INSTRUMENT_PREFIX = "cc-"
+BOT_SUFFIX = ".bot"
+
+_LABEL = re.compile(r"[a-z0-9-]{1,63}")
+_SOVEREIGN = re.compile(r"[a-z][a-z0-9.-]*")
+_PCT = r"%[0-9A-Fa-f]{2}"
+_PCHAR = r"[A-Za-z0-9\-._~!$&'()*+,;=:@]|" + _PCT
+_SEGMENT = re.compile(rf"(?:{_PCHAR})+")
+_QUERY = re.compile(rf"(?:{_PCHAR}|[/?])*")
+_SCHEME = "alter:"
+
+
+class Tier(StrEnum):
+    """The tier a handle belongs to, from its lexical form."""
+
+    SOVEREIGN = "sovereign"
+    BOT = "bot"
+    INSTRUMENT = "instrument"
+
+
+@dataclass(frozen=True, slots=True)
+class Handle:
+    """A parsed, canonical (lowercase) handle.
+
+    Attributes:
+        name: the handle name without ``~``, lowercase.
+        tier: its tier.
+    """
+
+    name: str
+    tier: Tier
+
+    @property
+    def ref(self) -> str:
+        """The canonical handle-ref, ``~`` included."""
+        return "~" + self.name
+
+    @property
+    def is_domain(self) -> bool:
+        """True for a sovereign handle naming a domain (``~example.com``)."""
+        return self.tier is Tier.SOVEREIGN and "." in self.name
+
+    def domain(self, substrate: str | None) -> str:
+        """The publishing domain (no trailing dot).
+
+        Raises:
+            HandleError: the handle needs a substrate and none was given.
+        """
+        if self.is_domain:
+            return self.name
+        if not substrate:
+            raise HandleError("needs a substrate zone to find its domain", where=self.ref)
+        return f"{self.name}.{normalize_domain(substrate)}"
+
+    def owner(self, substrate: str | None) -> str:
+        """The absolute lowercase owner name ``_alter.<domain>.`` of this handle's record.
+
+        Raises:
+            HandleError: no substrate for a non-domain handle, or the name is too long.
+        """
+        owner = f"{OWNER_PREFIX}.{self.domain(substrate)}"
+        if len(owner) > OWNER_MAX_OCTETS:
+            raise HandleError(
+                f"owner name is {len(owner)} characters, over {OWNER_MAX_OCTETS}", where=self.ref
+            )
+        return owner + "."
+
+    def __str__(self) -> str:
+        return self.ref
+
+
+def normalize_domain(text: str) -> str:
+    """Lowercase a domain and drop one trailing dot (``Example.COM.`` -> ``example.com``)."""
+    text = text.strip().lower()
+    return text[:-1] if text.endswith(".") else text
+
+
+def _tier_of(name: str) -> Tier | None:
+    if name.startswith(INSTRUMENT_PREFIX):
+        return Tier.INSTRUMENT if len(name) > len(INSTRUMENT_PREFIX) else None
+    if name.endswith(BOT_SUFFIX) and _SOVEREIGN.fullmatch(name[: -len(BOT_SUFFIX)]):
+        return Tier.BOT
+    if _SOVEREIGN.fullmatch(name):
+        return Tier.SOVEREIGN
+    return None
+
+
+def parse_handle(text: str) -> Handle:
+    """Parse a handle-ref such as ``~Blake`` into its canonical form and tier.
+
+    Raises:
+        HandleError: (category ``malformed-handle``) the text is not a handle.
+    """
+    where = repr(text) if len(text) <= 80 else repr(text[:77] + "...")
+    if not text.startswith("~"):
+        raise HandleError("a handle starts with '~'", where=where)
+    if not text.isascii():
+        raise HandleError("a handle is ASCII only", where=where)
+    name = text[1:].lower()
+    if not name:
+        raise HandleError("empty handle name", where=where)
+    for label in name.split("."):
+        if not _LABEL.fullmatch(label):
+            raise HandleError(
+                f"label {label!r} is not 1..{LABEL_MAX_OCTETS} characters of a-z, 0-9, '-'",
+                where=where,
+            )
+    tier = _tier_of(name)
+    if tier is None:
+        raise HandleError("does not match any tier's grammar", where=where)
+    return Handle(name=name, tier=tier)
+
+
+@dataclass(frozen=True, slots=True)
+class AlterURI:
+    """A parsed ``alter:`` URI.
+
+    Attributes:
+        handle: the handle it refers to.
+        path: surface path segments, percent-encoding kept as written (IRI converted).
+        query: the query without ``?``, or None when absent.
+        fragment: the fragment without ``#``, or None when absent.
+    """
+
+    handle: Handle
+    path: tuple[str, ...] = ()
+    query: str | None = None
+    fragment: str | None = None
+
+    def to_text(self) -> str:
+        """The canonical URI text (lowercase scheme and handle)."""
+        text = _SCHEME + self.handle.ref
+        if self.path:
+            text += "/" + "/".join(self.path)
+        if self.query is not None:
+            text += "?" + self.query
+        if self.fragment is not None:
+            text += "#" + self.fragment
+        return text
+
+    def __str__(self) -> str:
+        return self.to_text()
+
+
+def _iri_to_uri(text: str) -> str:
+    """RFC 3987 section 3.1: percent-encode the UTF-8 of every non-ASCII character."""
+    if text.isascii():
+        return text
+    return "".join(
+        ch if ch.isascii() else "".join(f"%{byte:02X}" for byte in ch.encode("utf-8"))
+        for ch in text
+    )
+
+
+def parse_uri(text: str) -> AlterURI:
+    """Parse an ``alter:`` URI (or IRI) into handle, path, query and fragment.
+
+    Raises:
+        URIError: (category ``malformed-uri``) the text is not an alter: URI.
+    """
+    where = repr(text) if len(text) <= 80 else repr(text[:77] + "...")
+    if text[: len(_SCHEME)].lower() != _SCHEME:
+        raise URIError("does not start with 'alter:'", where=where)
+    rest = text[len(_SCHEME) :]
+    if not rest.startswith("~"):
+        raise URIError("'alter:' must be followed directly by a ~handle", where=where)
+    rest, has_fragment, fragment = rest.partition("#")
+    rest, has_query, query = rest.partition("?")
+    handle_text, has_path, path_text = rest.partition("/")
+    try:
+        handle = parse_handle(handle_text)
+    except HandleError as exc:
+        raise URIError(f"bad handle: {exc.what}", where=where) from exc
+    segments: tuple[str, ...] = ()
+    if has_path:
+        segments = tuple(_iri_to_uri(path_text).split("/"))
+        for segment in segments:
+            if not _SEGMENT.fullmatch(segment):
+                raise URIError(f"bad path segment {segment!r}", where=where)
+    query_value = _iri_to_uri(query) if has_query else None
+    fragment_value = _iri_to_uri(fragment) if has_fragment else None
+    for part, value in (("query", query_value), ("fragment", fragment_value)):
+        if value is not None and not _QUERY.fullmatch(value):
+            raise URIError(f"bad {part} {value!r}", where=where)
+    return AlterURI(handle=handle, path=segments, query=query_value, fragment=fragment_value)
+
+
+def parse_reference(text: str) -> AlterURI:
+    """Parse either an ``alter:`` URI or a bare ``~handle`` into an :class:`AlterURI`.
+
+    Raises:
+        URIError: a URI that is malformed.
+        HandleError: a bare handle that is malformed.
+    """
+    if text.startswith("~"):
+        return AlterURI(handle=parse_handle(text))
+    return parse_uri(text)

@@ -1,0 +1,159 @@
+"""The per-zone IdentityLog: an append-only RFC 9162 Merkle log (spec section 8).
+
+On disk the log is a text file next to the zone definition, one entry per line:
+``<owner name> <record text>``. Owner names hold no spaces and record texts are
+printable ASCII, so the line splits unambiguously at its first space. The entry
+that is hashed is ``owner 0x00 text``.
+"""
+
+from __future__ import annotations
+
+import hashlib
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+
+from alter_publish.errors import RenderError
+from alter_publish.fileio import atomic_write_bytes
+
+LEAF_PREFIX = b"\x00"
+NODE_PREFIX = b"\x01"
+EMPTY_ROOT = hashlib.sha256(b"").digest()
+
+
+def leaf_hash(entry: bytes) -> bytes:
+    """RFC 9162 leaf hash ``SHA-256(0x00 || entry)``."""
+    return hashlib.sha256(LEAF_PREFIX + entry).digest()
+
+
+def node_hash(left: bytes, right: bytes) -> bytes:
+    """RFC 9162 interior node hash ``SHA-256(0x01 || left || right)``."""
+    return hashlib.sha256(NODE_PREFIX + left + right).digest()
+
+
+class MerkleTree:
+    """Incremental RFC 9162 tree hash: O(log n) state, O(1) amortised append."""
+
+    __slots__ = ("_size", "_stack")
+
+    def __init__(self) -> None:
+        self._stack: list[tuple[int, bytes]] = []  # (subtree size, hash), sizes strictly decreasing
+        self._size = 0
+
+    @property
+    def size(self) -> int:
+        """Number of entries appended."""
+        return self._size
+
+    def append(self, entry: bytes) -> None:
+        """Append one entry (raw bytes, not yet hashed)."""
+        size, digest = 1, leaf_hash(entry)
+        while self._stack and self._stack[-1][0] == size:
+            left_size, left = self._stack.pop()
+            size, digest = left_size + size, node_hash(left, digest)
+        self._stack.append((size, digest))
+        self._size += 1
+
+    def root(self) -> bytes:
+        """The tree hash of everything appended so far (``SHA-256("")`` when empty)."""
+        if not self._stack:
+            return EMPTY_ROOT
+        digest = self._stack[-1][1]
+        for _, left in reversed(self._stack[:-1]):
+            digest = node_hash(left, digest)
+        return digest
+
+
+def merkle_root(entries: Iterable[bytes | str]) -> bytes:
+    """RFC 9162 tree hash of ``entries`` (``str`` entries are UTF-8 encoded).
+
+    Returns:
+        The 32-byte root.
+    """
+    tree = MerkleTree()
+    for entry in entries:
+        tree.append(entry.encode("utf-8") if isinstance(entry, str) else entry)
+    return tree.root()
+
+
+@dataclass(frozen=True, slots=True)
+class LogEntry:
+    """One published record: the owner name it sits at and its text."""
+
+    owner: str
+    text: str
+
+    def to_bytes(self) -> bytes:
+        """The hashed form ``owner 0x00 text``."""
+        return b"%s\x00%s" % (self.owner.encode("ascii"), self.text.encode("ascii"))
+
+    def to_line(self) -> str:
+        """The on-disk form ``owner text``."""
+        return f"{self.owner} {self.text}\n"
+
+
+@dataclass(frozen=True, slots=True)
+class IdentityLog:
+    """A zone's log as read from disk: its entries in publication order."""
+
+    path: Path
+    entries: tuple[LogEntry, ...]
+
+    @property
+    def size(self) -> int:
+        """Number of entries."""
+        return len(self.entries)
+
+    def tree(self) -> MerkleTree:
+        """A Merkle tree over the entries, ready for further appends."""
+        tree = MerkleTree()
+        for entry in self.entries:
+            tree.append(entry.to_bytes())
+        return tree
+
+    def root(self) -> bytes:
+        """Tree hash of the log."""
+        return self.tree().root()
+
+
+def log_path_for(zone_file: Path) -> Path:
+    """Where a zone definition's log lives: ``zones/<zone>.yaml`` -> ``zones/<zone>.log``."""
+    return zone_file.with_suffix(".log")
+
+
+def read_log(path: Path) -> IdentityLog:
+    """Read a log file; a missing file is an empty log.
+
+    Raises:
+        RenderError: the file is unreadable or a line is not ``owner text``.
+    """
+    try:
+        raw = path.read_bytes()
+    except FileNotFoundError:
+        return IdentityLog(path=path, entries=())
+    except OSError as exc:
+        raise RenderError(f"cannot read log: {exc.strerror}", where=str(path)) from exc
+    entries: list[LogEntry] = []
+    try:
+        lines = raw.decode("ascii").splitlines()
+    except UnicodeDecodeError as exc:
+        raise RenderError("log is not ASCII", where=str(path)) from exc
+    for number, line in enumerate(lines, start=1):
+        owner, space, text = line.partition(" ")
+        if not space or not owner.endswith("."):
+            raise RenderError("not '<owner.> <record text>'", where=f"{path}:{number}")
+        entries.append(LogEntry(owner=owner, text=text))
+    return IdentityLog(path=path, entries=tuple(entries))
+
+
+def append_entries(log: IdentityLog, new: Sequence[LogEntry]) -> IdentityLog:
+    """Append ``new`` to the log file atomically (the whole file is replaced by rename).
+
+    Raises:
+        RenderError: the file could not be written.
+    """
+    if not new:
+        return log
+    body = "".join(entry.to_line() for entry in (*log.entries, *new)).encode("ascii")
+    atomic_write_bytes(log.path, body)
+    return IdentityLog(path=log.path, entries=(*log.entries, *new))
