@@ -22,8 +22,7 @@ from alter_publish.errors import (
 )
 from alter_publish.handles import AlterURI, Handle, Tier, parse_handle, parse_uri
 from alter_publish.identitylog import merkle_root
-
-__version__ = "0.1.0"
+from alter_publish.version import __version__
 
 __all__ = [
     "AlterError",

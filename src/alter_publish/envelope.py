@@ -29,7 +29,9 @@ SECRET_OCTETS = 32
 TXT_STRING_MAX_OCTETS = 255
 KEY_ID_OCTETS = 8
 #: Tags the producer writes itself; a zone definition may not set them as extras.
-RESERVED_TAGS = frozenset({"v", "h", "e", "k", "p", "t", "x", "log", "rc", "r", "psig", "sig", "rev"})
+RESERVED_TAGS = frozenset(
+    {"v", "h", "e", "k", "p", "t", "x", "log", "rc", "r", "psig", "sig", "rev"}
+)
 
 _TAG_NAME = re.compile(r"[a-z][a-z0-9_]*")
 _TAG_VALUE = re.compile(r"[\x21-\x3a\x3c-\x7e]+")
@@ -221,7 +223,9 @@ class Envelope:
         if "psig" in values and tags[-2][0] != "psig":
             raise VerificationError("psig= does not immediately precede sig=")
         if values["k"] != KEY_TYPE:
-            raise VerificationError(f"key type k={values['k']} is not supported", category="unsupported")
+            raise VerificationError(
+                f"key type k={values['k']} is not supported", category="unsupported"
+            )
         handle = _handle_tag(values["h"])
         epoch = _decimal(values["e"], "e", low=1, high=EPOCH_MAX)
         public_key = b64url_decode(values["p"], PUBLIC_KEY_OCTETS, tag="p")
@@ -237,7 +241,11 @@ class Envelope:
         log_size = _decimal(size_text, "log size")
         log_root = b64url_decode(root_text, DIGEST_OCTETS, tag="log root")
         rc = b64url_decode(values["rc"], DIGEST_OCTETS, tag="rc")
-        psig = b64url_decode(values["psig"], SIGNATURE_OCTETS, tag="psig") if "psig" in values else None
+        psig = (
+            b64url_decode(values["psig"], SIGNATURE_OCTETS, tag="psig")
+            if "psig" in values
+            else None
+        )
         sig = b64url_decode(values["sig"], SIGNATURE_OCTETS, tag="sig")
         return cls(
             handle=handle,
@@ -382,7 +390,9 @@ def verify_envelope(
         raise VerificationError(exc.what, where=where, category="handle-mismatch") from exc
     if expected_owner != owner:
         raise VerificationError(
-            f"h={envelope.handle.ref} belongs at {expected_owner}", where=where, category="handle-mismatch"
+            f"h={envelope.handle.ref} belongs at {expected_owner}",
+            where=where,
+            category="handle-mismatch",
         )
     message = signing_input(CONTEXT_ENVELOPE, owner, envelope.signed_tags("sig"))
     if not _verifies(envelope.public_key, envelope.sig, message):
@@ -394,11 +404,15 @@ def verify_envelope(
     for revocation in revocations:
         if revocation.revokes(envelope):
             raise VerificationError(
-                f"epoch {envelope.epoch} of {envelope.handle.ref} is revoked", where=where, category="revoked"
+                f"epoch {envelope.epoch} of {envelope.handle.ref} is revoked",
+                where=where,
+                category="revoked",
             )
     if envelope.signed_at - now > CLOCK_SKEW_SECONDS:
         raise VerificationError(
-            f"t={envelope.signed_at} is in the future (now {now})", where=where, category="not-yet-valid"
+            f"t={envelope.signed_at} is in the future (now {now})",
+            where=where,
+            category="not-yet-valid",
         )
     if envelope.expires_at is not None and now - envelope.expires_at > CLOCK_SKEW_SECONDS:
         raise VerificationError(
@@ -414,12 +428,15 @@ def _check_pin(envelope: Envelope, owner: str, pinned: tuple[int, bytes]) -> Non
     where = owner
     if envelope.epoch < pinned_epoch:
         raise VerificationError(
-            f"epoch {envelope.epoch} is older than pinned epoch {pinned_epoch}", where=where, category="rollback"
+            f"epoch {envelope.epoch} is older than pinned epoch {pinned_epoch}",
+            where=where,
+            category="rollback",
         )
     if envelope.epoch == pinned_epoch:
         if envelope.public_key != pinned_key:
             raise VerificationError(
-                f"epoch {envelope.epoch} key {envelope.key_id} is not the pinned key {key_id(pinned_key)}",
+                f"epoch {envelope.epoch} key {envelope.key_id} is not the pinned key "
+                f"{key_id(pinned_key)}",
                 where=where,
                 category="key-mismatch",
             )

@@ -1,0 +1,454 @@
+"""The ``alter-publish`` command: parse options, make one library call, print, exit.
+
+Every error becomes one stderr line and a documented exit code (README, "Exit
+codes"); ``--debug`` re-raises instead, for a traceback.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import sys
+import time
+from pathlib import Path
+from typing import Annotated, Any, NoReturn
+
+import click
+import typer
+
+from alter_publish import pipeline
+from alter_publish.envelope import Envelope, b64url, verify_record
+from alter_publish.errors import (
+    EXIT_INTERNAL,
+    EXIT_OK,
+    EXIT_USAGE,
+    EXIT_VERIFICATION,
+    AlterError,
+    UsageError,
+    VerificationError,
+)
+from alter_publish.handles import Handle, normalize_domain, parse_handle, parse_reference
+from alter_publish.keys import KeyStore, passphrase_from_env
+from alter_publish.resolver import resolve as resolve_handle
+from alter_publish.server import ZoneServer
+from alter_publish.version import __version__
+
+app = typer.Typer(
+    name="alter-publish",
+    help="Sign, render and prove alter1 identity records (_alter TXT) for the zones you own.",
+    no_args_is_help=True,
+    add_completion=False,
+    pretty_exceptions_enable=False,
+    rich_markup_mode=None,
+)
+
+NowOption = Annotated[
+    int | None,
+    typer.Option("--now", help="Unix time to act at (default: the system clock).", min=0),
+]
+JsonOption = Annotated[bool, typer.Option("--json", help="Print one JSON document on stdout.")]
+OutOption = Annotated[Path, typer.Option("--out", help="Output directory.")]
+KeysOption = Annotated[Path, typer.Option("--keys", help="Key store directory.")]
+ZonesArgument = Annotated[
+    list[Path] | None,
+    typer.Argument(help="Zone definitions (default: zones/*.yaml).", show_default=False),
+]
+
+
+def _now(value: int | None) -> int:
+    return int(time.time()) if value is None else value
+
+
+def _keystore(root: Path) -> KeyStore:
+    return KeyStore(root=root, passphrase=passphrase_from_env(os.environ))
+
+
+def _emit_json(document: Any) -> None:
+    typer.echo(json.dumps(document, indent=2, sort_keys=True))
+
+
+def _warn(message: str) -> None:
+    typer.echo(f"alter-publish: {message}", err=True)
+
+
+def _print_proof_failures(report: pipeline.ProofReport) -> None:
+    for failure in report.failures:
+        typer.echo(
+            f"{failure.owner}: {failure.handle}: {failure.category}: {failure.detail}", err=True
+        )
+
+
+def _envelope_mapping(envelope: Envelope, owner: str) -> dict[str, Any]:
+    return {
+        "handle": envelope.handle.ref,
+        "tier": str(envelope.handle.tier),
+        "owner": owner,
+        "epoch": envelope.epoch,
+        "key_id": envelope.key_id,
+        "public_key": b64url(envelope.public_key),
+        "signed_at": envelope.signed_at,
+        "expires_at": envelope.expires_at,
+        "resolver": envelope.resolver,
+        "log_size": envelope.log_size,
+        "continuity": envelope.psig is not None,
+    }
+
+
+def _print_envelope(fields: dict[str, Any]) -> None:
+    for key in ("handle", "tier", "owner", "epoch", "key_id", "expires_at", "resolver", "path"):
+        if key in fields:
+            value = fields[key]
+            typer.echo(f"{key + ':':12} {'-' if value is None else value}")
+
+
+@app.command()
+def sign(
+    zones: ZonesArgument = None,
+    out: OutOption = Path("build"),
+    now: NowOption = None,
+    create_keys: Annotated[
+        bool, typer.Option("--create-keys", help="Create epoch-1 keys for handles that have none.")
+    ] = False,
+    no_verify: Annotated[
+        bool, typer.Option("--no-verify", help="Skip the loopback proof (outputs are unproven).")
+    ] = False,
+    templates: Annotated[
+        Path | None, typer.Option("--templates", help="Directory with zone.j2 (default: built-in).")
+    ] = None,
+    keys: KeysOption = Path("keys"),
+    as_json: JsonOption = False,
+) -> None:
+    """Sign every handle, render the zone, prove it on loopback, then write the outputs."""
+    if no_verify:
+        _warn("--no-verify: outputs are written WITHOUT the loopback proof")
+    report = pipeline.sign(
+        pipeline.find_zone_files(zones or []),
+        out=out,
+        keys=_keystore(keys),
+        now=_now(now),
+        create_keys=create_keys,
+        templates=templates,
+        verify=not no_verify,
+    )
+    if as_json:
+        _emit_json(report.to_mapping())
+    for zone in report.zones:
+        if zone.proof is not None:
+            _print_proof_failures(zone.proof)
+        if as_json:
+            continue
+        proven = "proof skipped"
+        if zone.proof is not None:
+            proof = zone.proof
+            passed = len(proof.results) - len(proof.failures)
+            status = proof.results[0].dnssec if proof.results else "-"
+            proven = f"{passed}/{len(proof.results)} proven on {proof.server} ({status})"
+        timings = " ".join(f"{stage}={seconds:.2f}s" for stage, seconds in zone.timings)
+        typer.echo(
+            f"{zone.zone}: {zone.handles} handles, {zone.signed} signed, {zone.reused} unchanged; "
+            f"serial {zone.serial}; {proven}; {timings}"
+        )
+        if report.committed:
+            changed = f"wrote {', '.join(zone.written)}" if zone.written else "nothing changed"
+            typer.echo(f"{zone.zone}: {changed}")
+    if not report.committed:
+        failed = sum(len(z.proof.failures) for z in report.zones if z.proof)
+        _fail(EXIT_VERIFICATION, f"proof failed for {failed} handle(s); no output was written")
+
+
+@app.command()
+def verify(
+    zones: ZonesArgument = None,
+    out: OutOption = Path("build"),
+    now: NowOption = None,
+    as_json: JsonOption = False,
+) -> None:
+    """Prove already-rendered output: serve it on loopback and verify every handle."""
+    report = pipeline.verify(pipeline.find_zone_files(zones or []), out=out, now=_now(now))
+    if as_json:
+        _emit_json(report.to_mapping())
+    for proof in report.proofs:
+        _print_proof_failures(proof)
+        if not as_json:
+            passed = len(proof.results) - len(proof.failures)
+            typer.echo(
+                f"{proof.zone}: {passed}/{len(proof.results)} handles verified on {proof.server}"
+            )
+    if not report.ok:
+        failed = sum(len(p.failures) for p in report.proofs)
+        _fail(EXIT_VERIFICATION, f"verification failed for {failed} handle(s)")
+
+
+def _parse_hostport(text: str) -> tuple[str, int]:
+    host, colon, port = text.rpartition(":")
+    host = host.strip("[]")
+    if not colon or not host or not port.isdigit() or not 0 < int(port) < 65536:
+        raise UsageError(f"--server {text!r} is not HOST:PORT")
+    return host, int(port)
+
+
+@app.command()
+def resolve(
+    reference: Annotated[str, typer.Argument(help="An alter: URI or a ~handle.")],
+    server: Annotated[str, typer.Option("--server", help="HOST:PORT of the name server to ask.")],
+    substrate: Annotated[
+        str | None, typer.Option("--substrate", help="Substrate zone for non-domain handles.")
+    ] = None,
+    now: NowOption = None,
+    allow_insecure: Annotated[
+        bool,
+        typer.Option("--allow-insecure", help="Accept answers that are not DNSSEC-validated."),
+    ] = False,
+    timeout: Annotated[float, typer.Option("--timeout", help="Seconds per query.", min=0.1)] = 3.0,
+    as_json: JsonOption = False,
+) -> None:
+    """Resolve and verify a handle against any name server (spec section 7)."""
+    target = parse_reference(reference)
+    if allow_insecure:
+        _warn("--allow-insecure: accepting answers without DNSSEC validation")
+    result = resolve_handle(
+        target,
+        server=_parse_hostport(server),
+        substrate=substrate,
+        now=_now(now),
+        allow_insecure=allow_insecure,
+        timeout=timeout,
+    )
+    fields: dict[str, Any] = {"handle": target.handle.ref, "owner": result.owner}
+    if result.envelope is not None:
+        fields = _envelope_mapping(result.envelope, result.owner)
+    fields.update(
+        {
+            "ok": result.ok,
+            "dnssec": str(result.dnssec),
+            "category": result.category,
+            "detail": result.detail,
+            "path": "/".join(target.path) or None,
+            "query": target.query,
+            "fragment": target.fragment,
+        }
+    )
+    if as_json:
+        _emit_json(fields)
+    elif result.ok:
+        _print_envelope(fields)
+        typer.echo(f"{'dnssec:':12} {result.dnssec}")
+    if not result.ok:
+        _fail(
+            EXIT_VERIFICATION,
+            f"{result.owner}: {target.handle.ref}: {result.category}: {result.detail}",
+        )
+
+
+@app.command("verify-record")
+def verify_record_command(
+    text: Annotated[str, typer.Argument(help="Record text; quoted TXT strings are joined.")],
+    owner: Annotated[str, typer.Option("--owner", help="Owner name the record was found at.")],
+    substrate: Annotated[
+        str | None,
+        typer.Option("--substrate", help="Substrate zone (default: inferred from the owner)."),
+    ] = None,
+    now: NowOption = None,
+    as_json: JsonOption = False,
+) -> None:
+    """Check one record by hand, as pasted from dig (spec section 6)."""
+    record = _join_txt(text)
+    owner_name = owner.lower() if owner.endswith(".") else owner.lower() + "."
+    if substrate is None:
+        substrate = _infer_substrate(record, owner_name)
+    try:
+        envelope = verify_record(record, owner=owner_name, substrate=substrate, now=_now(now))
+    except VerificationError as exc:
+        if as_json:
+            _emit_json(
+                {"ok": False, "owner": owner_name, "category": exc.category, "detail": exc.what}
+            )
+        raise
+    fields = _envelope_mapping(envelope, owner_name)
+    if as_json:
+        _emit_json({"ok": True, **fields})
+    else:
+        _print_envelope(fields)
+        typer.echo(f"{'result:':12} valid")
+
+
+def _join_txt(text: str) -> str:
+    """Accept dig's form (``"v=alter1; ..." "...rest"``) as well as plain record text."""
+    stripped = text.strip()
+    if not stripped.startswith('"'):
+        return stripped
+    import dns.rdata
+    import dns.rdataclass
+    import dns.rdatatype
+
+    try:
+        rdata = dns.rdata.from_text(dns.rdataclass.IN, dns.rdatatype.TXT, stripped)
+    except Exception as exc:
+        raise UsageError(f"not TXT rdata: {exc}") from exc
+    return b"".join(rdata.strings).decode("latin-1")  # type: ignore[attr-defined]  # TXT rdata
+
+
+def _infer_substrate(record: str, owner: str) -> str | None:
+    """The substrate implied by the owner name for the record's own handle, if any."""
+    for part in record.split(";"):
+        name, _, value = part.partition("=")
+        if name.strip() == "h":
+            try:
+                handle: Handle = parse_handle(value.strip())
+            except AlterError:
+                return None
+            prefix = f"_alter.{handle.name}."
+            if not handle.is_domain and owner.startswith(prefix) and len(owner) > len(prefix):
+                return owner[len(prefix) :]
+    return None
+
+
+@app.command()
+def serve(
+    zone_files: Annotated[list[Path], typer.Argument(help="Zone files to serve.")],
+    address: Annotated[str, typer.Option("--address", help="Address to listen on.")] = "127.0.0.1",
+    port: Annotated[
+        int, typer.Option("--port", help="Port (0: any free port).", min=0, max=65535)
+    ] = 0,
+) -> None:
+    """Serve zone files with the embedded authoritative server (UDP and TCP) until Ctrl-C."""
+    zones = [pipeline.read_zone_file(path, _origin_of(path)) for path in zone_files]
+    with ZoneServer(zones, address=address, port=port) as server:
+        host, bound = server.address
+        names = ", ".join(str(zone.origin) for zone in zones)
+        typer.echo(f"serving {names} on {host}:{bound} (udp+tcp); Ctrl-C to stop", err=True)
+        try:
+            server.wait()
+        except KeyboardInterrupt:
+            typer.echo("stopped", err=True)
+
+
+def _origin_of(path: Path) -> str:
+    """Zone origin of a zone file: its $ORIGIN line, else its file name (``x.com.zone``)."""
+    try:
+        with path.open(encoding="utf-8") as handle:
+            for line in handle:
+                if line.upper().startswith("$ORIGIN"):
+                    return normalize_domain(line.split()[1])
+    except (OSError, UnicodeDecodeError, IndexError):
+        pass
+    return normalize_domain(path.name.removesuffix(".zone"))
+
+
+@app.command()
+def keygen(
+    handle: Annotated[str, typer.Argument(help="The handle, e.g. ~blake.")],
+    zone: Annotated[str, typer.Option("--zone", help="The zone that publishes it.")],
+    keys: KeysOption = Path("keys"),
+    as_json: JsonOption = False,
+) -> None:
+    """Create a handle's first key (epoch 1) and its revocation secret."""
+    key = pipeline.keygen(parse_handle(handle), zone=zone, keys=_keystore(keys))
+    key_path, secret_path, _ = _keystore(keys).paths(normalize_domain(zone), key.handle, key.epoch)
+    fields = {
+        "handle": key.handle.ref,
+        "epoch": key.epoch,
+        "key_id": key.key_id,
+        "public_key": b64url(key.public_key),
+        "private_key_file": str(key_path),
+        "revocation_secret_file": str(secret_path),
+    }
+    if as_json:
+        _emit_json(fields)
+    else:
+        typer.echo(f"{key.handle.ref}: epoch {key.epoch} key {key.key_id} written to {key_path}")
+        typer.echo(f"{key.handle.ref}: revocation secret in {secret_path}; keep a copy offline")
+
+
+@app.command()
+def init(
+    directory: Annotated[Path, typer.Argument(help="Workspace directory.")] = Path(),
+    zone: Annotated[str, typer.Option("--zone", help="Your zone.")] = "example.com",
+) -> None:
+    """Scaffold a workspace: zones/<zone>.yaml, templates/, keys/ with its .gitignore."""
+    for path in pipeline.init_workspace(directory, zone):
+        typer.echo(f"created {path}")
+    typer.echo(
+        f"next: alter-publish sign {directory / 'zones' / (normalize_domain(zone) + '.yaml')} --create-keys"
+    )
+
+
+def _version_callback(value: bool) -> None:
+    if value:
+        typer.echo(f"alter-publish {__version__}")
+        raise typer.Exit
+
+
+@app.callback()
+def _root(
+    version: Annotated[
+        bool,
+        typer.Option(
+            "--version", callback=_version_callback, is_eager=True, help="Print the version."
+        ),
+    ] = False,
+    debug: Annotated[bool, typer.Option("--debug", help="Show tracebacks for errors.")] = False,
+) -> None:
+    """alter-publish: signed _alter records for the zones you own, proven before publishing."""
+
+
+class _FailureError(Exception):
+    def __init__(self, code: int, message: str) -> None:
+        super().__init__(message)
+        self.code = code
+
+
+def _fail(code: int, message: str) -> NoReturn:
+    raise _FailureError(code, message)
+
+
+MAX_ERROR_LINES = 20
+
+
+def _error_lines(error: AlterError) -> list[str]:
+    if len(error.reasons) <= 1:
+        return [str(error)]
+    lines = list(error.reasons[:MAX_ERROR_LINES])
+    if len(error.reasons) > MAX_ERROR_LINES:
+        lines.append(f"... and {len(error.reasons) - MAX_ERROR_LINES} more problems")
+    return lines
+
+
+def main(argv: list[str] | None = None) -> None:
+    """Entry point: run the app and map every error to one line and an exit code."""
+    args = sys.argv[1:] if argv is None else argv
+    debug = "--debug" in args
+    command = typer.main.get_command(app)
+    try:
+        code = command.main(args=args, prog_name="alter-publish", standalone_mode=False)
+    except _FailureError as failure:
+        typer.echo(f"alter-publish: error: {failure}", err=True)
+        sys.exit(failure.code)
+    except AlterError as error:
+        if debug:
+            raise
+        for line in _error_lines(error):
+            typer.echo(f"alter-publish: error: {line}", err=True)
+        sys.exit(error.exit_code)
+    except click.exceptions.Abort:
+        typer.echo("alter-publish: aborted", err=True)
+        sys.exit(130)
+    except click.exceptions.ClickException as error:
+        if debug:
+            raise
+        message = " ".join(error.format_message().split())
+        typer.echo(f"alter-publish: error: {message} (see --help)", err=True)
+        sys.exit(EXIT_USAGE if isinstance(error, click.exceptions.UsageError) else error.exit_code)
+    except KeyboardInterrupt:
+        typer.echo("alter-publish: interrupted", err=True)
+        sys.exit(130)
+    except Exception as error:
+        if debug:
+            raise
+        typer.echo(
+            f"alter-publish: internal error: {type(error).__name__}: "
+            f"{' '.join(str(error).split())} (rerun with --debug and report it)",
+            err=True,
+        )
+        sys.exit(EXIT_INTERNAL)
+    sys.exit(code if isinstance(code, int) else EXIT_OK)

@@ -1,0 +1,474 @@
+"""Zone definitions as frozen dataclasses; ``from_node`` gathers every problem at once."""
+
+from __future__ import annotations
+
+import ipaddress
+import re
+from collections.abc import Callable
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import dns.name
+
+from alter_publish.envelope import RESERVED_TAGS, Tags
+from alter_publish.errors import DefinitionError, HandleError
+from alter_publish.handles import Handle, normalize_domain, parse_handle
+from alter_publish.loader import Mark, Node, load_yaml
+
+TTL_MAX_SECONDS = 2**31 - 1
+SOA_TIMER_MAX_SECONDS = 2**31 - 1
+DEFAULT_TTL_SECONDS = 3600
+DEFAULT_LIFETIME_SECONDS = 30 * 86400
+DEFAULT_RENEW_BEFORE_SECONDS = 7 * 86400
+DEFAULT_SOA_REFRESH_SECONDS = 7200
+DEFAULT_SOA_RETRY_SECONDS = 3600
+DEFAULT_SOA_EXPIRE_SECONDS = 1209600
+DEFAULT_SOA_MINIMUM_SECONDS = 300
+NEVER = "never"
+
+_UNIT_SECONDS = {"s": 1, "m": 60, "h": 3600, "d": 86400, "w": 604800}
+_DURATION = re.compile(r"(?:\d+[smhdw])+")
+_DURATION_PART = re.compile(r"(\d+)([smhdw])")
+_TAG_NAME = re.compile(r"[a-z][a-z0-9_]*")
+_TAG_VALUE = re.compile(r"[\x21-\x3a\x3c-\x7e]+")
+_URI = re.compile(r"[A-Za-z][A-Za-z0-9+.-]*:[\x21-\x3a\x3c-\x7e]+")
+
+ZONE_FIELDS = frozenset({"zone", "ttl", "soa", "ns", "hosts", "envelopes", "handles"})
+SOA_FIELDS = frozenset({"mname", "rname", "refresh", "retry", "expire", "minimum"})
+ENVELOPE_FIELDS = frozenset({"lifetime", "renew_before"})
+HANDLE_FIELDS = frozenset({"handle", "resolver", "lifetime", "ttl", "tags"})
+
+
+class _Problems:
+    """Collects ``file:line:col: what`` lines; ``raise_if_any`` raises them all at once."""
+
+    def __init__(self) -> None:
+        self.lines: list[str] = []
+
+    def add(self, mark: Mark, what: str) -> None:
+        self.lines.append(f"{mark}: {what}")
+
+    def raise_if_any(self) -> None:
+        if not self.lines:
+            return
+        first = self.lines[0]
+        more = len(self.lines) - 1
+        raise DefinitionError(
+            f"{first} (+{more} more problem{'s' if more > 1 else ''})" if more else first,
+            reasons=tuple(self.lines),
+        )
+
+
+def parse_duration(value: Any) -> int:
+    """Seconds from an int or a string like ``30d``, ``1h30m``, ``3600``.
+
+    Raises:
+        ValueError: not a non-negative duration.
+    """
+    if isinstance(value, bool):
+        raise ValueError("not a duration")
+    if isinstance(value, int):
+        if value < 0:
+            raise ValueError("negative")
+        return value
+    if isinstance(value, str):
+        text = value.strip().lower()
+        if text.isdigit():
+            return int(text)
+        if _DURATION.fullmatch(text):
+            return sum(int(n) * _UNIT_SECONDS[u] for n, u in _DURATION_PART.findall(text))
+    raise ValueError("not a duration (seconds, or like 30d, 12h, 1h30m)")
+
+
+def format_duration(seconds: int) -> str:
+    """The shortest exact ``30d``-style text for a number of seconds."""
+    if seconds == 0:
+        return "0s"
+    for unit in ("w", "d", "h", "m"):
+        if seconds % _UNIT_SECONDS[unit] == 0:
+            return f"{seconds // _UNIT_SECONDS[unit]}{unit}"
+    return f"{seconds}s"
+
+
+@dataclass(frozen=True, slots=True)
+class SOASpec:
+    """The zone's SOA fields except the serial, which ``sign`` computes."""
+
+    mname: str
+    rname: str
+    refresh: int = DEFAULT_SOA_REFRESH_SECONDS
+    retry: int = DEFAULT_SOA_RETRY_SECONDS
+    expire: int = DEFAULT_SOA_EXPIRE_SECONDS
+    minimum: int = DEFAULT_SOA_MINIMUM_SECONDS
+
+
+@dataclass(frozen=True, slots=True)
+class HandleSpec:
+    """One handle the zone publishes.
+
+    Attributes:
+        handle: the parsed handle.
+        owner: absolute owner name of its record.
+        resolver: surface resolver URI (``r=``) or None.
+        lifetime: seconds from signing to ``x=``, or None for no expiry.
+        ttl: TTL of its TXT record.
+        extra_tags: further tags, in the order written.
+        where: ``file:line:col`` of its entry.
+    """
+
+    handle: Handle
+    owner: str
+    resolver: str | None
+    lifetime: int | None
+    ttl: int
+    extra_tags: Tags
+    where: str
+
+    def envelope_tags(self) -> Tags:
+        """The tags after ``rc=``: ``r=`` first (if any), then the extras."""
+        resolver: Tags = (("r", self.resolver),) if self.resolver else ()
+        return resolver + self.extra_tags
+
+
+@dataclass(frozen=True, slots=True)
+class ZoneSpec:
+    """A zone definition: apex, SOA, NS, glue and handles."""
+
+    path: Path
+    origin: str
+    ttl: int
+    soa: SOASpec
+    ns: tuple[str, ...]
+    hosts: tuple[tuple[str, tuple[str, ...]], ...]
+    lifetime: int | None
+    renew_before: int
+    handles: tuple[HandleSpec, ...]
+
+    @property
+    def name(self) -> str:
+        """The zone name without trailing dot (``example.com``)."""
+        return self.origin
+
+    def find(self, ref: str) -> HandleSpec | None:
+        """The entry for a handle-ref (any case), or None."""
+        wanted = ref.lower()
+        return next((h for h in self.handles if h.handle.ref == wanted), None)
+
+    def renew_window(self, lifetime: int) -> int:
+        """Seconds before expiry at which an envelope is re-signed."""
+        return min(self.renew_before, lifetime // 2)
+
+    def to_mapping(self) -> dict[str, Any]:
+        """The definition as plain YAML-ready data (the inverse of ``from_node``)."""
+        handles: list[Any] = []
+        for spec in self.handles:
+            entry: dict[str, Any] = {"handle": spec.handle.ref}
+            if spec.resolver:
+                entry["resolver"] = spec.resolver
+            if spec.lifetime != self.lifetime:
+                entry["lifetime"] = NEVER if spec.lifetime is None else spec.lifetime
+            if spec.ttl != self.ttl:
+                entry["ttl"] = spec.ttl
+            if spec.extra_tags:
+                entry["tags"] = dict(spec.extra_tags)
+            handles.append(entry)
+        return {
+            "zone": self.origin,
+            "ttl": self.ttl,
+            "soa": {
+                "mname": self.soa.mname,
+                "rname": self.soa.rname,
+                "refresh": self.soa.refresh,
+                "retry": self.soa.retry,
+                "expire": self.soa.expire,
+                "minimum": self.soa.minimum,
+            },
+            "ns": list(self.ns),
+            "hosts": {name: list(addresses) for name, addresses in self.hosts},
+            "envelopes": {
+                "lifetime": NEVER if self.lifetime is None else self.lifetime,
+                "renew_before": self.renew_before,
+            },
+            "handles": handles,
+        }
+
+    @classmethod
+    def from_node(cls, node: Node, path: Path) -> ZoneSpec:
+        """Build and check a zone definition, reporting every problem at once.
+
+        Raises:
+            DefinitionError: one or more problems, each ``file:line:col: what`` in ``reasons``.
+        """
+        return _ZoneReader(node, path).read()
+
+
+def load_zone(path: Path) -> ZoneSpec:
+    """Load and check ``zones/<zone>.yaml``.
+
+    Raises:
+        DefinitionError: unreadable, not YAML, or any problem in the definition.
+    """
+    return ZoneSpec.from_node(load_yaml(path), path)
+
+
+class _ZoneReader:
+    """Walks the node tree once, collecting problems instead of stopping at the first."""
+
+    def __init__(self, node: Node, path: Path) -> None:
+        self.node = node
+        self.path = path
+        self.problems = _Problems()
+
+    def mapping(self, node: Node, fields: frozenset[str], what: str) -> dict[str, Node]:
+        if not node.is_mapping:
+            self.problems.add(node.mark, f"{what} must be a mapping")
+            return {}
+        values: dict[str, Node] = node.value
+        for key in values:
+            if key not in fields:
+                self.problems.add(
+                    node.key_marks[key],
+                    f"unknown field {key!r} in {what} (allowed: {', '.join(sorted(fields))})",
+                )
+        return values
+
+    def checked(
+        self, node: Node | None, convert: Callable[[Any], Any], what: str, default: Any
+    ) -> Any:
+        if node is None:
+            return default
+        try:
+            return convert(node.value)
+        except ValueError as exc:
+            self.problems.add(node.mark, f"bad {what} {node.value!r}: {exc}")
+            return default
+
+    def ttl(self, node: Node | None, what: str, default: int) -> int:
+        def convert(value: Any) -> int:
+            seconds = parse_duration(value)
+            if seconds > TTL_MAX_SECONDS:
+                raise ValueError(f"over {TTL_MAX_SECONDS}")
+            return seconds
+
+        result: int = self.checked(node, convert, what, default)
+        return result
+
+    def lifetime(self, node: Node | None, default: int | None) -> int | None:
+        def convert(value: Any) -> int | None:
+            if value is None or (isinstance(value, str) and value.strip().lower() == NEVER):
+                return None
+            seconds = parse_duration(value)
+            if seconds <= 0:
+                raise ValueError("must be positive (or 'never')")
+            return seconds
+
+        result: int | None = self.checked(node, convert, "lifetime", default)
+        return result
+
+    def dns_name(self, node: Node, origin: str, what: str) -> str | None:
+        if not isinstance(node.value, str) or not node.value.strip():
+            self.problems.add(node.mark, f"{what} must be a domain name")
+            return None
+        text = node.value.strip().lower()
+        if text == "@":
+            return origin + "."
+        if not text.endswith("."):
+            text = f"{text}.{origin}." if "." not in text else text + "."
+        try:
+            dns.name.from_text(text)
+        except dns.exception.DNSException as exc:
+            self.problems.add(node.mark, f"bad {what} {node.value!r}: {exc}")
+            return None
+        return text
+
+    def origin(self, top: dict[str, Node]) -> str:
+        stem = self.path.name.removesuffix(".yaml").removesuffix(".yml").lower()
+        node = top.get("zone")
+        if node is None:
+            self.problems.add(self.node.mark, "missing required field 'zone'")
+            return stem
+        if not isinstance(node.value, str) or not node.value.strip():
+            self.problems.add(node.mark, "zone must be a domain name like example.com")
+            return stem
+        origin = normalize_domain(node.value)
+        try:
+            name = dns.name.from_text(origin + ".")
+        except dns.exception.DNSException as exc:
+            self.problems.add(node.mark, f"bad zone {node.value!r}: {exc}")
+            return stem
+        if len(name.labels) < 2:
+            self.problems.add(node.mark, "zone must not be the root")
+        elif origin != stem:
+            self.problems.add(
+                node.mark, f"zone {origin!r} does not match file name {self.path.name!r}"
+            )
+        return origin
+
+    def handle(self, entry: Node, origin: str, ttl: int, lifetime: int | None) -> HandleSpec | None:
+        fields: dict[str, Node]
+        if isinstance(entry.value, str):
+            fields = {"handle": entry}
+        else:
+            fields = self.mapping(entry, HANDLE_FIELDS, "handle entry")
+        handle_node = fields.get("handle")
+        if handle_node is None:
+            if entry.is_mapping:
+                self.problems.add(entry.mark, "handle entry has no 'handle' field")
+            return None
+        if not isinstance(handle_node.value, str):
+            self.problems.add(
+                handle_node.mark, f"handle {handle_node.value!r} is not text like ~blake"
+            )
+            return None
+        try:
+            handle = parse_handle(handle_node.value.strip())
+            owner = handle.owner(origin)
+        except HandleError as exc:
+            self.problems.add(handle_node.mark, f"handle {handle_node.value!r}: {exc.what}")
+            return None
+        if not (owner == f"_alter.{origin}." or owner.endswith(f".{origin}.")):
+            self.problems.add(
+                handle_node.mark, f"handle {handle.ref}: owner {owner} is outside zone {origin}"
+            )
+            return None
+        resolver = None
+        if (node := fields.get("resolver")) is not None:
+            if isinstance(node.value, str) and _URI.fullmatch(node.value):
+                resolver = node.value
+            else:
+                self.problems.add(
+                    node.mark, f"resolver {node.value!r} is not an ASCII URI without ';' or spaces"
+                )
+        extra: list[tuple[str, str]] = []
+        if (node := fields.get("tags")) is not None:
+            for name, value_node in self.mapping(node, frozenset(node.value or ()), "tags").items():
+                value = value_node.value
+                text = str(value).lower() if isinstance(value, bool) else str(value)
+                mark = node.key_marks[name]
+                if not _TAG_NAME.fullmatch(name):
+                    self.problems.add(mark, f"tag name {name!r} is not [a-z][a-z0-9_]*")
+                elif name in RESERVED_TAGS:
+                    self.problems.add(mark, f"tag {name!r} is reserved (set by alter-publish)")
+                elif (
+                    value is None
+                    or isinstance(value, dict | list)
+                    or not _TAG_VALUE.fullmatch(text)
+                ):
+                    self.problems.add(
+                        value_node.mark,
+                        f"tag {name}: value must be printable ASCII without ';' or spaces",
+                    )
+                else:
+                    extra.append((name, text))
+        return HandleSpec(
+            handle=handle,
+            owner=owner,
+            resolver=resolver,
+            lifetime=self.lifetime(fields.get("lifetime"), lifetime),
+            ttl=self.ttl(fields.get("ttl"), "ttl", ttl),
+            extra_tags=tuple(extra),
+            where=str(handle_node.mark),
+        )
+
+    def read(self) -> ZoneSpec:
+        top = self.mapping(self.node, ZONE_FIELDS, "zone definition")
+        origin = self.origin(top)
+        ttl = self.ttl(top.get("ttl"), "ttl", DEFAULT_TTL_SECONDS)
+
+        ns: list[str] = []
+        ns_node = top.get("ns")
+        if ns_node is None:
+            self.problems.add(self.node.mark, "missing required field 'ns' (list of name servers)")
+        elif not ns_node.is_sequence or not ns_node.value:
+            self.problems.add(ns_node.mark, "ns must be a non-empty list of name server names")
+        else:
+            for item in ns_node.value:
+                if (name := self.dns_name(item, origin, "name server")) is not None:
+                    ns.append(name)
+
+        soa_fields = self.mapping(top["soa"], SOA_FIELDS, "soa") if "soa" in top else {}
+        mname = ns[0] if ns else f"ns1.{origin}."
+        if "mname" in soa_fields:
+            mname = self.dns_name(soa_fields["mname"], origin, "soa mname") or mname
+        rname = f"hostmaster.{origin}."
+        if "rname" in soa_fields:
+            rname = self.dns_name(soa_fields["rname"], origin, "soa rname") or rname
+        timers = {
+            key: self.ttl(soa_fields.get(key), f"soa {key}", default)
+            for key, default in (
+                ("refresh", DEFAULT_SOA_REFRESH_SECONDS),
+                ("retry", DEFAULT_SOA_RETRY_SECONDS),
+                ("expire", DEFAULT_SOA_EXPIRE_SECONDS),
+                ("minimum", DEFAULT_SOA_MINIMUM_SECONDS),
+            )
+        }
+        soa = SOASpec(mname=mname, rname=rname, **timers)
+
+        hosts: list[tuple[str, tuple[str, ...]]] = []
+        if "hosts" in top:
+            hosts_node = top["hosts"]
+            for key, addresses in self.mapping(
+                hosts_node, frozenset(hosts_node.value or ()), "hosts"
+            ).items():
+                name = self.dns_name(Node(key, hosts_node.key_marks[key]), origin, "host")
+                items = addresses.value if addresses.is_sequence else [addresses]
+                parsed: list[str] = []
+                for item in items:
+                    try:
+                        parsed.append(str(ipaddress.ip_address(str(item.value))))
+                    except ValueError:
+                        self.problems.add(
+                            item.mark, f"host {key}: {item.value!r} is not an IP address"
+                        )
+                if name is None:
+                    continue
+                if not (name == origin + "." or name.endswith("." + origin + ".")):
+                    self.problems.add(
+                        hosts_node.key_marks[key], f"host {name} is outside zone {origin}"
+                    )
+                    continue
+                hosts.append((name, tuple(parsed)))
+
+        env_fields = (
+            self.mapping(top["envelopes"], ENVELOPE_FIELDS, "envelopes")
+            if "envelopes" in top
+            else {}
+        )
+        lifetime = self.lifetime(env_fields.get("lifetime"), DEFAULT_LIFETIME_SECONDS)
+        renew_before = self.ttl(
+            env_fields.get("renew_before"), "renew_before", DEFAULT_RENEW_BEFORE_SECONDS
+        )
+
+        handles: list[HandleSpec] = []
+        seen: dict[str, str] = {}
+        handles_node = top.get("handles")
+        if handles_node is None:
+            self.problems.add(self.node.mark, "missing required field 'handles' (list of ~handles)")
+        elif handles_node.value is not None and not handles_node.is_sequence:
+            self.problems.add(handles_node.mark, "handles must be a list")
+        else:
+            for entry in handles_node.value or ():
+                spec = self.handle(entry, origin, ttl, lifetime)
+                if spec is None:
+                    continue
+                if spec.handle.ref in seen:
+                    self.problems.add(
+                        entry.mark,
+                        f"duplicate handle {spec.handle.ref} (first at {seen[spec.handle.ref]})",
+                    )
+                    continue
+                seen[spec.handle.ref] = spec.where
+                handles.append(spec)
+        self.problems.raise_if_any()
+        return ZoneSpec(
+            path=self.path,
+            origin=origin,
+            ttl=ttl,
+            soa=soa,
+            ns=tuple(ns),
+            hosts=tuple(hosts),
+            lifetime=lifetime,
+            renew_before=renew_before,
+            handles=tuple(handles),
+        )

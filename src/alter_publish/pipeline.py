@@ -1,0 +1,705 @@
+"""The library calls the CLI makes: sign, verify, keygen, resolve and friends.
+
+``sign`` runs the whole pipeline for each zone: load the definition, load keys,
+reuse or sign envelopes (appending new ones to the IdentityLog), render the zone
+through the templates, parse it back, prove it on a loopback server, and only
+then write the log, the serial state and the outputs.
+"""
+
+from __future__ import annotations
+
+import json
+import time
+from collections.abc import Iterator, Mapping, Sequence
+from contextlib import contextmanager
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import dns.zone
+
+from alter_publish.envelope import (
+    CLOCK_SKEW_SECONDS,
+    Envelope,
+    Tags,
+    parse_record,
+    revocation_commitment,
+    sign_envelope,
+)
+from alter_publish.errors import AlterError, KeyStoreError, RenderError, ResolveError, UsageError
+from alter_publish.fileio import atomic_write_bytes
+from alter_publish.handles import Handle, normalize_domain, parse_handle
+from alter_publish.identitylog import IdentityLog, LogEntry, append_entries, log_path_for, read_log
+from alter_publish.keys import HandleKey, KeyStore
+from alter_publish.model import HandleSpec, ZoneSpec, load_zone
+from alter_publish.render import (
+    SignedHandle,
+    content_digest,
+    envelopes_document,
+    parse_zone_text,
+    render_zone_text,
+    template_context,
+)
+from alter_publish.resolver import resolve
+from alter_publish.server import ZoneServer
+from alter_publish.version import __version__
+
+SERIAL_MAX = 2**32 - 1
+STATE_FORMAT = "alter-publish/state/1"
+PROOF_TIMEOUT_SECONDS = 2.0
+
+
+# --- reports -----------------------------------------------------------------
+
+
+@dataclass(frozen=True, slots=True)
+class HandleProof:
+    """The loopback proof's verdict on one handle."""
+
+    handle: str
+    owner: str
+    category: str | None
+    detail: str
+    dnssec: str
+    envelope: Envelope | None = None
+
+    @property
+    def ok(self) -> bool:
+        """True when the served record verified and equals what was signed."""
+        return self.category is None
+
+    def to_mapping(self) -> dict[str, Any]:
+        """JSON-ready form."""
+        envelope = self.envelope
+        return {
+            "handle": self.handle,
+            "owner": self.owner,
+            "ok": self.ok,
+            "category": self.category,
+            "detail": self.detail,
+            "dnssec": self.dnssec,
+            "epoch": envelope.epoch if envelope else None,
+            "key_id": envelope.key_id if envelope else None,
+            "expires_at": envelope.expires_at if envelope else None,
+        }
+
+
+@dataclass(frozen=True, slots=True)
+class ProofReport:
+    """Every handle of one zone resolved and verified on a loopback server."""
+
+    zone: str
+    server: str
+    results: tuple[HandleProof, ...]
+    seconds: float
+
+    @property
+    def ok(self) -> bool:
+        """True when every handle passed."""
+        return all(result.ok for result in self.results)
+
+    @property
+    def failures(self) -> tuple[HandleProof, ...]:
+        """The handles that failed."""
+        return tuple(result for result in self.results if not result.ok)
+
+    def to_mapping(self) -> dict[str, Any]:
+        """JSON-ready form."""
+        return {
+            "zone": self.zone,
+            "server": self.server,
+            "ok": self.ok,
+            "handles": [result.to_mapping() for result in self.results],
+            "failed": len(self.failures),
+            "seconds": round(self.seconds, 3),
+        }
+
+
+@dataclass(frozen=True, slots=True)
+class ZoneResult:
+    """What ``sign`` did for one zone."""
+
+    zone: str
+    zone_file: Path
+    envelopes_file: Path
+    serial: int
+    handles: int
+    signed: int
+    reused: int
+    written: tuple[str, ...]
+    proof: ProofReport | None
+    timings: tuple[tuple[str, float], ...]
+
+    def to_mapping(self) -> dict[str, Any]:
+        """JSON-ready form."""
+        return {
+            "zone": self.zone,
+            "zone_file": str(self.zone_file),
+            "envelopes_file": str(self.envelopes_file),
+            "serial": self.serial,
+            "handles": self.handles,
+            "signed": self.signed,
+            "reused": self.reused,
+            "written": list(self.written),
+            "proof": self.proof.to_mapping() if self.proof else None,
+            "timings": {stage: round(seconds, 3) for stage, seconds in self.timings},
+        }
+
+
+@dataclass(frozen=True, slots=True)
+class SignReport:
+    """The outcome of one ``sign`` run; ``committed`` is False when the proof failed."""
+
+    zones: tuple[ZoneResult, ...]
+    committed: bool
+
+    @property
+    def ok(self) -> bool:
+        """True when every zone was proven (or the proof was skipped) and written."""
+        return self.committed
+
+    def to_mapping(self) -> dict[str, Any]:
+        """JSON-ready form."""
+        return {
+            "ok": self.ok,
+            "committed": self.committed,
+            "zones": [z.to_mapping() for z in self.zones],
+        }
+
+
+@dataclass(frozen=True, slots=True)
+class VerifyReport:
+    """The outcome of ``verify`` over already-rendered zones."""
+
+    proofs: tuple[ProofReport, ...]
+
+    @property
+    def ok(self) -> bool:
+        """True when every handle of every zone passed."""
+        return all(proof.ok for proof in self.proofs)
+
+    def to_mapping(self) -> dict[str, Any]:
+        """JSON-ready form."""
+        return {"ok": self.ok, "zones": [proof.to_mapping() for proof in self.proofs]}
+
+
+@dataclass
+class _Stopwatch:
+    """Stage timings for reports (durations only; never the wall clock)."""
+
+    stages: list[tuple[str, float]] = field(default_factory=list)
+
+    @contextmanager
+    def stage(self, name: str) -> Iterator[None]:
+        start = time.perf_counter()
+        try:
+            yield
+        finally:
+            self.stages.append((name, time.perf_counter() - start))
+
+
+# --- paths -------------------------------------------------------------------
+
+
+def default_templates_dir() -> Path:
+    """The templates shipped with alter-publish (packaged, or the source tree's)."""
+    here = Path(__file__).resolve().parent
+    packaged = here / "templates"
+    return packaged if packaged.is_dir() else here.parents[1] / "templates"
+
+
+def state_path_for(zone_file: Path) -> Path:
+    """``zones/<zone>.yaml`` -> ``zones/<zone>.state.json`` (the SOA serial state)."""
+    return zone_file.with_suffix(".state.json")
+
+
+def output_paths(out: Path, zone: str) -> tuple[Path, Path]:
+    """(``<out>/<zone>.zone``, ``<out>/<zone>.envelopes.json``)."""
+    return out / f"{zone}.zone", out / f"{zone}.envelopes.json"
+
+
+def find_zone_files(paths: Sequence[Path], zones_dir: Path = Path("zones")) -> tuple[Path, ...]:
+    """The zone definitions named, or every ``zones/*.yaml`` when none are.
+
+    Raises:
+        UsageError: nothing to work on.
+    """
+    if paths:
+        return tuple(paths)
+    found = tuple(sorted(zones_dir.glob("*.yaml")))
+    if not found:
+        raise UsageError(f"no zone definitions given and none found in {zones_dir}/*.yaml")
+    return found
+
+
+# --- state -------------------------------------------------------------------
+
+
+@dataclass(frozen=True, slots=True)
+class SerialState:
+    """The last published serial and the digest of the zone content it labels."""
+
+    serial: int
+    digest: str
+
+    def to_text(self) -> str:
+        """JSON form."""
+        doc = {"format": STATE_FORMAT, "serial": self.serial, "digest": self.digest}
+        return json.dumps(doc, indent=2, sort_keys=True) + "\n"
+
+    @classmethod
+    def read(cls, path: Path) -> SerialState | None:
+        """Read the state file; None when it does not exist.
+
+        Raises:
+            RenderError: the file is unreadable or not a state document.
+        """
+        try:
+            doc = json.loads(path.read_text(encoding="utf-8"))
+            return cls(serial=int(doc["serial"]), digest=str(doc["digest"]))
+        except FileNotFoundError:
+            return None
+        except (OSError, ValueError, KeyError, TypeError) as exc:
+            raise RenderError(f"not a serial state file ({exc})", where=str(path)) from exc
+
+    def next_for(self, digest: str, now: int) -> int:
+        """The serial for content ``digest``: unchanged content keeps the serial."""
+        if digest == self.digest:
+            return self.serial
+        return min(max(self.serial + 1, now), SERIAL_MAX)
+
+
+# --- signing -----------------------------------------------------------------
+
+
+def _tags_after_rc(envelope: Envelope) -> Tags:
+    names = [name for name, _ in envelope.tags]
+    start = names.index("rc") + 1
+    return tuple(tag for tag in envelope.tags[start:] if tag[0] not in ("psig", "sig"))
+
+
+def _reusable(
+    previous: Envelope | None, spec: HandleSpec, key: HandleKey, now: int, zone: ZoneSpec
+) -> bool:
+    """True when the logged envelope still says exactly what the definition asks for."""
+    if previous is None:
+        return False
+    lifetime = None if previous.expires_at is None else previous.expires_at - previous.signed_at
+    return (
+        previous.epoch == key.epoch
+        and previous.public_key == key.public_key
+        and previous.revocation_commitment == revocation_commitment(key.revocation_secret)
+        and _tags_after_rc(previous) == spec.envelope_tags()
+        and lifetime == spec.lifetime
+        and previous.signed_at <= now + CLOCK_SKEW_SECONDS
+        and (
+            previous.expires_at is None
+            or now < previous.expires_at - zone.renew_window(lifetime or 0)
+        )
+    )
+
+
+def latest_envelopes(log: IdentityLog, owners: Mapping[str, Handle]) -> dict[str, Envelope]:
+    """The last logged envelope of each handle, keyed by owner name."""
+    found: dict[str, Envelope] = {}
+    for entry in reversed(log.entries):
+        if entry.owner in found or entry.owner not in owners:
+            continue
+        try:
+            record = parse_record(entry.text)
+        except AlterError:
+            continue
+        if isinstance(record, Envelope) and record.handle == owners[entry.owner]:
+            found[entry.owner] = record
+            if len(found) == len(owners):
+                break
+    return found
+
+
+def _load_keys(spec: ZoneSpec, keys: KeyStore, create: bool) -> list[HandleKey]:
+    loaded: list[HandleKey] = []
+    problems: list[str] = []
+    for handle_spec in spec.handles:
+        try:
+            loaded.append(keys.current(spec.origin, handle_spec.handle, create=create))
+        except KeyStoreError as exc:
+            problems.append(str(exc))
+    if problems:
+        more = len(problems) - 1
+        raise KeyStoreError(
+            problems[0] + (f" (+{more} more)" if more else ""), reasons=tuple(problems)
+        )
+    return loaded
+
+
+@dataclass(frozen=True, slots=True)
+class ZonePlan:
+    """Everything ``sign`` computed for a zone, in memory, before anything is written."""
+
+    spec: ZoneSpec
+    log: IdentityLog
+    new_entries: tuple[LogEntry, ...]
+    signed: tuple[SignedHandle, ...]
+    state: SerialState
+    zone_text: str
+    envelopes_json: str
+    zone: dns.zone.Zone
+
+
+def plan_zone(
+    spec: ZoneSpec,
+    *,
+    keys: KeyStore,
+    now: int,
+    create_keys: bool,
+    templates: Path,
+    watch: _Stopwatch,
+) -> ZonePlan:
+    """Sign what needs signing and render the zone, without writing outputs.
+
+    Raises:
+        KeyStoreError: missing or unusable keys.
+        RenderError: a template or the rendered zone is broken.
+    """
+    with watch.stage("keys"):
+        handle_keys = _load_keys(spec, keys, create_keys)
+    with watch.stage("envelopes"):
+        log = read_log(log_path_for(spec.path))
+        latest = latest_envelopes(log, {h.owner: h.handle for h in spec.handles})
+        tree = log.tree()
+        signed: list[SignedHandle] = []
+        new_entries: list[LogEntry] = []
+        for handle_spec, key in zip(spec.handles, handle_keys, strict=True):
+            previous = latest.get(handle_spec.owner)
+            if _reusable(previous, handle_spec, key, now, spec):
+                assert previous is not None  # noqa: S101 (narrowing: _reusable checked it)
+                signed.append(SignedHandle(handle_spec, previous))
+                continue
+            previous_key = None
+            if key.epoch > 1 and key.epoch - 1 in keys.epochs(spec.origin, handle_spec.handle):
+                previous_key = keys.load(spec.origin, handle_spec.handle, key.epoch - 1).private_key
+            envelope = sign_envelope(
+                handle=handle_spec.handle,
+                owner=handle_spec.owner,
+                epoch=key.epoch,
+                private_key=key.private_key,
+                signed_at=now,
+                expires_at=None if handle_spec.lifetime is None else now + handle_spec.lifetime,
+                log_size=tree.size,
+                log_root=tree.root(),
+                revocation_secret=key.revocation_secret,
+                extra_tags=handle_spec.envelope_tags(),
+                previous_key=previous_key,
+            )
+            entry = LogEntry(owner=handle_spec.owner, text=envelope.to_text())
+            tree.append(entry.to_bytes())
+            new_entries.append(entry)
+            signed.append(SignedHandle(handle_spec, envelope))
+    with watch.stage("render"):
+        version = __version__
+        draft = render_zone_text(templates, template_context(spec, signed, 0, version))
+        digest = content_digest(draft)
+        previous_state = SerialState.read(state_path_for(spec.path))
+        serial = (
+            previous_state.next_for(digest, now) if previous_state else min(max(now, 1), SERIAL_MAX)
+        )
+        zone_text = render_zone_text(templates, template_context(spec, signed, serial, version))
+        zone_file, _ = output_paths(Path(), spec.origin)
+        zone = parse_zone_text(zone_text, spec.origin, where=zone_file.name)
+        envelopes_json = envelopes_document(spec, signed, serial)
+    return ZonePlan(
+        spec=spec,
+        log=log,
+        new_entries=tuple(new_entries),
+        signed=tuple(signed),
+        state=SerialState(serial=serial, digest=digest),
+        zone_text=zone_text,
+        envelopes_json=envelopes_json,
+        zone=zone,
+    )
+
+
+def prove_zone(
+    zone: dns.zone.Zone, spec: ZoneSpec, expected: Mapping[str, str], *, now: int
+) -> ProofReport:
+    """Serve ``zone`` on 127.0.0.1 (OS-chosen port) and resolve and verify every handle.
+
+    ``expected`` maps handle-refs to the record text that was signed for them.
+
+    Raises:
+        ServeError: the loopback server could not start.
+    """
+    start = time.perf_counter()
+    results: list[HandleProof] = []
+    with ZoneServer([zone]) as server:
+        host, port = server.address
+        for handle_spec in spec.handles:
+            ref, owner = handle_spec.handle.ref, handle_spec.owner
+            try:
+                resolution = resolve(
+                    handle_spec.handle,
+                    server=server.address,
+                    substrate=spec.origin,
+                    now=now,
+                    allow_insecure=True,
+                    timeout=PROOF_TIMEOUT_SECONDS,
+                )
+            except ResolveError as exc:
+                results.append(HandleProof(ref, owner, "network", exc.what, "unknown"))
+                continue
+            status = str(resolution.dnssec)
+            if not resolution.ok or resolution.envelope is None:
+                category = resolution.category or "not-found"
+                results.append(HandleProof(ref, owner, category, resolution.detail, status))
+                continue
+            want = expected.get(ref)
+            if want is None:
+                results.append(
+                    HandleProof(ref, owner, "not-signed", "no signed envelope on record", status)
+                )
+            elif resolution.envelope.to_text() != want:
+                results.append(
+                    HandleProof(
+                        ref,
+                        owner,
+                        "mismatch",
+                        "served envelope differs from the one signed",
+                        status,
+                    )
+                )
+            else:
+                results.append(
+                    HandleProof(ref, owner, None, resolution.detail, status, resolution.envelope)
+                )
+    return ProofReport(
+        zone=spec.origin,
+        server=f"{host}:{port}",
+        results=tuple(results),
+        seconds=time.perf_counter() - start,
+    )
+
+
+def sign(
+    zone_files: Sequence[Path],
+    *,
+    out: Path,
+    keys: KeyStore,
+    now: int,
+    create_keys: bool = False,
+    templates: Path | None = None,
+    verify: bool = True,
+) -> SignReport:
+    """Sign, render and prove every zone; write outputs only if every proof passes.
+
+    Returns:
+        The report; ``ok`` is False (and nothing was written) when a proof failed.
+
+    Raises:
+        DefinitionError: a zone definition is wrong.
+        KeyStoreError: keys are missing or unusable.
+        RenderError: templates, rendering or writing failed.
+        ServeError: the loopback server could not start.
+    """
+    template_dir = templates or default_templates_dir()
+    specs = [load_zone(path) for path in zone_files]
+    names = [spec.origin for spec in specs]
+    if len(set(names)) != len(names):
+        raise UsageError(f"a zone is named twice: {', '.join(names)}")
+    plans: list[tuple[ZonePlan, ProofReport | None, _Stopwatch]] = []
+    for spec in specs:
+        watch = _Stopwatch()
+        plan = plan_zone(
+            spec, keys=keys, now=now, create_keys=create_keys, templates=template_dir, watch=watch
+        )
+        proof = None
+        if verify:
+            with watch.stage("proof"):
+                expected = {item.spec.handle.ref: item.envelope.to_text() for item in plan.signed}
+                proof = prove_zone(plan.zone, spec, expected, now=now)
+        plans.append((plan, proof, watch))
+    committed = all(proof is None or proof.ok for _, proof, _ in plans)
+    results: list[ZoneResult] = []
+    for plan, proof, watch in plans:
+        zone_file, envelopes_file = output_paths(out, plan.spec.origin)
+        written: list[str] = []
+        if committed:
+            with watch.stage("write"):
+                written = _commit(plan, zone_file, envelopes_file)
+        results.append(
+            ZoneResult(
+                zone=plan.spec.origin,
+                zone_file=zone_file,
+                envelopes_file=envelopes_file,
+                serial=plan.state.serial,
+                handles=len(plan.signed),
+                signed=len(plan.new_entries),
+                reused=len(plan.signed) - len(plan.new_entries),
+                written=tuple(written),
+                proof=proof,
+                timings=tuple(watch.stages),
+            )
+        )
+    return SignReport(zones=tuple(results), committed=committed)
+
+
+def _commit(plan: ZonePlan, zone_file: Path, envelopes_file: Path) -> list[str]:
+    """Log first, then serial state, then outputs: a crash never leaves outputs the log lacks."""
+    written: list[str] = []
+    if plan.new_entries:
+        append_entries(plan.log, plan.new_entries)
+        written.append(str(plan.log.path))
+    state_path = state_path_for(plan.spec.path)
+    if atomic_write_bytes(state_path, plan.state.to_text().encode()):
+        written.append(str(state_path))
+    if atomic_write_bytes(zone_file, plan.zone_text.encode("utf-8")):
+        written.append(str(zone_file))
+    if atomic_write_bytes(envelopes_file, plan.envelopes_json.encode("utf-8")):
+        written.append(str(envelopes_file))
+    return written
+
+
+# --- verify ------------------------------------------------------------------
+
+
+def read_expected(envelopes_file: Path) -> dict[str, str]:
+    """Handle-ref -> signed record text from ``<zone>.envelopes.json``.
+
+    Raises:
+        RenderError: missing, unreadable or not an envelopes document.
+    """
+    try:
+        doc = json.loads(envelopes_file.read_text(encoding="utf-8"))
+        return {str(item["handle"]): str(item["text"]) for item in doc["handles"]}
+    except FileNotFoundError as exc:
+        raise RenderError(
+            "not found; run 'alter-publish sign' first", where=str(envelopes_file)
+        ) from exc
+    except (OSError, ValueError, KeyError, TypeError) as exc:
+        raise RenderError(f"not an envelopes document ({exc})", where=str(envelopes_file)) from exc
+
+
+def read_zone_file(path: Path, origin: str) -> dns.zone.Zone:
+    """Read and parse a rendered zone file.
+
+    Raises:
+        RenderError: missing, unreadable or not a valid zone (names the line).
+    """
+    try:
+        text = path.read_text(encoding="utf-8")
+    except FileNotFoundError as exc:
+        raise RenderError("not found; run 'alter-publish sign' first", where=str(path)) from exc
+    except (OSError, UnicodeDecodeError) as exc:
+        raise RenderError(f"cannot read: {exc}", where=str(path)) from exc
+    return parse_zone_text(text, origin, where=str(path))
+
+
+def verify(zone_files: Sequence[Path], *, out: Path, now: int) -> VerifyReport:
+    """Prove already-rendered output: serve ``<out>/<zone>.zone`` and verify every handle.
+
+    Raises:
+        DefinitionError: a zone definition is wrong.
+        RenderError: an output file is missing or broken.
+        ServeError: the loopback server could not start.
+    """
+    proofs: list[ProofReport] = []
+    for path in zone_files:
+        spec = load_zone(path)
+        zone_file, envelopes_file = output_paths(out, spec.origin)
+        zone = read_zone_file(zone_file, spec.origin)
+        proofs.append(prove_zone(zone, spec, read_expected(envelopes_file), now=now))
+    return VerifyReport(proofs=tuple(proofs))
+
+
+# --- keys ----------------------------------------------------------------------
+
+
+def keygen(handle: Handle, *, zone: str, keys: KeyStore) -> HandleKey:
+    """Create the first key (epoch 1) of a handle in ``zone``.
+
+    Raises:
+        UsageError: the handle's record would lie outside the zone.
+        KeyStoreError: the handle has a key already, or writing failed.
+    """
+    origin = normalize_domain(zone)
+    owner = handle.owner(origin)
+    if not (owner == f"_alter.{origin}." or owner.endswith(f".{origin}.")):
+        raise UsageError(f"owner {owner} is outside zone {origin}", where=handle.ref)
+    epochs = keys.epochs(origin, handle)
+    if epochs:
+        raise KeyStoreError(
+            f"already has a key (epoch {epochs[-1]}); keys are never overwritten",
+            where=str(keys.handle_dir(origin, handle)),
+        )
+    return keys.generate(origin, handle, 1)
+
+
+# --- init ----------------------------------------------------------------------
+
+ZONE_SCAFFOLD = """\
+# alter-publish zone definition (schema: docs/zones.md in alter-publish).
+# Sign, render and prove it with:  alter-publish sign zones/{zone}.yaml --create-keys
+zone: {zone}
+ttl: 1h                       # default TTL (seconds, or 30m / 1h / 1d / 1w)
+
+soa:
+  mname: ns1.{zone}.          # primary name server
+  rname: hostmaster.{zone}.   # contact mailbox, '@' written as '.'
+  refresh: 2h
+  retry: 1h
+  expire: 2w
+  minimum: 5m                 # negative-caching TTL
+
+ns:                           # the zone's name servers
+  - ns1.{zone}.
+
+hosts:                        # address records (glue for in-zone name servers)
+  ns1: [192.0.2.53]
+
+envelopes:
+  lifetime: 30d               # x= = signing time + lifetime ('never': no expiry)
+  renew_before: 7d            # re-sign when an envelope is this close to expiry
+
+handles:
+  - handle: ~{zone}           # the domain's own handle: _alter.{zone}.
+  - handle: ~alice            # a person: _alter.alice.{zone}.
+    resolver: https://{zone}/alter/alice
+  - ~deploy.bot               # a bot: _alter.deploy.bot.{zone}.
+"""
+
+
+def init_workspace(directory: Path, zone: str, keys_dir: Path | None = None) -> tuple[Path, ...]:
+    """Scaffold a zone owner's workspace: ``zones/<zone>.yaml``, ``templates/``, ``keys/``.
+
+    Existing files are left alone; the zone definition must not exist yet.
+
+    Returns:
+        The files created.
+
+    Raises:
+        UsageError: the zone name is not a domain, or its definition exists already.
+        RenderError: a file cannot be written.
+    """
+    origin = normalize_domain(zone)
+    try:
+        parse_handle("~" + origin)
+    except AlterError as exc:
+        raise UsageError(f"zone {zone!r} is not a domain name: {exc.what}") from exc
+    if "." not in origin:
+        raise UsageError(f"zone {zone!r} is not a domain name like example.com")
+    created: list[Path] = []
+    definition = directory / "zones" / f"{origin}.yaml"
+    if definition.exists():
+        raise UsageError("exists already; edit it instead", where=str(definition))
+    atomic_write_bytes(definition, ZONE_SCAFFOLD.format(zone=origin).encode())
+    created.append(definition)
+    for template in sorted(default_templates_dir().glob("*.j2")):
+        target = directory / "templates" / template.name
+        if not target.exists():
+            atomic_write_bytes(target, template.read_bytes())
+            created.append(target)
+    store = KeyStore(keys_dir or directory / "keys")
+    gitignore = store.root / ".gitignore"
+    if not gitignore.exists():
+        store.ensure_gitignore()
+        created.append(gitignore)
+    return tuple(created)

@@ -1,0 +1,156 @@
+"""Envelopes -> TXT rdata (dnspython) -> zone text via jinja2 templates, parsed back."""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import re
+from collections.abc import Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import dns.exception
+import dns.rdataclass
+import dns.rdatatype
+import dns.rdtypes.ANY.TXT
+import dns.zone
+import jinja2
+
+from alter_publish.envelope import Envelope, b64url
+from alter_publish.errors import RenderError
+from alter_publish.model import HandleSpec, ZoneSpec
+
+ZONE_TEMPLATE = "zone.j2"
+ENVELOPES_FORMAT = "alter-publish/envelopes/1"
+_LINE = re.compile(r":(\d+):")
+
+
+@dataclass(frozen=True, slots=True)
+class SignedHandle:
+    """A handle of the zone with the envelope published for it."""
+
+    spec: HandleSpec
+    envelope: Envelope
+
+
+def txt_rdata_text(strings: Sequence[str]) -> str:
+    """Zone-file text of a TXT rdata with these character-strings (dnspython quoting)."""
+    rdata = dns.rdtypes.ANY.TXT.TXT(dns.rdataclass.IN, dns.rdatatype.TXT, list(strings))
+    return rdata.to_text()
+
+
+def _environment(templates: Path) -> jinja2.Environment:
+    # Zone files are not HTML: escaping would corrupt them; values are DNS-quoted by dnspython.
+    return jinja2.Environment(
+        loader=jinja2.FileSystemLoader(str(templates)),
+        undefined=jinja2.StrictUndefined,
+        keep_trailing_newline=True,
+        trim_blocks=True,
+        lstrip_blocks=True,
+        autoescape=False,  # noqa: S701 (zone text, not HTML)
+    )
+
+
+def template_context(
+    spec: ZoneSpec, signed: Sequence[SignedHandle], serial: int, version: str
+) -> dict[str, Any]:
+    """Everything a zone template can use."""
+    hosts = [
+        {"owner": owner, "type": "AAAA" if ":" in address else "A", "address": address}
+        for owner, addresses in spec.hosts
+        for address in addresses
+    ]
+    records = [
+        {
+            "handle": item.spec.handle.ref,
+            "tier": str(item.spec.handle.tier),
+            "owner": item.spec.owner,
+            "ttl": item.spec.ttl,
+            "epoch": item.envelope.epoch,
+            "key_id": item.envelope.key_id,
+            "text": item.envelope.to_text(),
+            "rdata": txt_rdata_text(item.envelope.txt_strings()),
+        }
+        for item in signed
+    ]
+    return {
+        "origin": spec.origin + ".",
+        "ttl": spec.ttl,
+        "serial": serial,
+        "soa": spec.soa,
+        "ns": spec.ns,
+        "hosts": hosts,
+        "records": records,
+        "source": spec.path.name,
+        "version": version,
+    }
+
+
+def render_zone_text(templates: Path, context: dict[str, Any]) -> str:
+    """Render ``zone.j2`` from ``templates`` with ``context``.
+
+    Raises:
+        RenderError: a template is missing, has a syntax error, or uses an unknown variable.
+    """
+    try:
+        return _environment(templates).get_template(ZONE_TEMPLATE).render(context)
+    except jinja2.TemplateNotFound as exc:
+        raise RenderError(f"template {exc.name!r} not found", where=str(templates)) from exc
+    except jinja2.TemplateSyntaxError as exc:
+        where = f"{exc.filename or templates}:{exc.lineno}"
+        raise RenderError(f"template syntax error: {exc.message}", where=where) from exc
+    except jinja2.TemplateError as exc:
+        raise RenderError(f"template error: {exc}", where=str(templates)) from exc
+
+
+def parse_zone_text(text: str, origin: str, *, where: str) -> dns.zone.Zone:
+    """Parse zone text with dnspython (absolute names), as any consumer would.
+
+    Raises:
+        RenderError: the text is not a valid zone for ``origin``; names the line.
+    """
+    try:
+        return dns.zone.from_text(text, origin=origin + ".", relativize=False, check_origin=True)
+    except dns.exception.DNSException as exc:
+        message = str(exc)
+        match = _LINE.search(message)
+        location = f"{where}:{match.group(1)}" if match else where
+        what = message.split(": ", 1)[1] if match and ": " in message else message
+        raise RenderError(f"not a valid zone: {what}", where=location) from exc
+
+
+def content_digest(text: str) -> str:
+    """SHA-256 hex of rendered zone text (rendered with serial 0) for change detection."""
+    return hashlib.sha256(text.encode("utf-8")).hexdigest()
+
+
+def envelopes_document(spec: ZoneSpec, signed: Sequence[SignedHandle], serial: int) -> str:
+    """``<zone>.envelopes.json``: every published envelope, machine-readable and deterministic."""
+    handles = []
+    for item in signed:
+        envelope = item.envelope
+        handles.append(
+            {
+                "handle": envelope.handle.ref,
+                "tier": str(envelope.handle.tier),
+                "owner": item.spec.owner,
+                "epoch": envelope.epoch,
+                "key_id": envelope.key_id,
+                "public_key": b64url(envelope.public_key),
+                "signed_at": envelope.signed_at,
+                "expires_at": envelope.expires_at,
+                "resolver": envelope.resolver,
+                "log_size": envelope.log_size,
+                "log_root": b64url(envelope.log_root),
+                "text": envelope.to_text(),
+                "txt_strings": list(envelope.txt_strings()),
+            }
+        )
+    document = {
+        "format": ENVELOPES_FORMAT,
+        "zone": spec.origin,
+        "serial": serial,
+        "handles": handles,
+    }
+    return json.dumps(document, indent=2, sort_keys=True) + "\n"

@@ -1,0 +1,234 @@
+"""Resolve a handle (spec section 7): query TXT with DO -> DNSSEC status -> alter1 records
+-> revocations -> verify each envelope -> select the highest valid epoch."""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Sequence
+from dataclasses import dataclass
+from enum import StrEnum
+
+import dns.exception
+import dns.flags
+import dns.message
+import dns.name
+import dns.query
+import dns.rcode
+import dns.rdatatype
+
+from alter_publish.envelope import (
+    Envelope,
+    Revocation,
+    parse_record,
+    verify_envelope,
+)
+from alter_publish.errors import ResolveError, VerificationError
+from alter_publish.handles import AlterURI, Handle
+
+EDNS_PAYLOAD_OCTETS = 1232
+DEFAULT_TIMEOUT_SECONDS = 3.0
+_LENIENT_H = re.compile(r"(?:^|;)\s*h\s*=\s*([^;\s]+)")
+_LENIENT_E = re.compile(r"(?:^|;)\s*e\s*=\s*([0-9]{1,10})\s*(?:;|$)")
+
+
+class DNSSECStatus(StrEnum):
+    """DNSSEC status of an answer (spec section 7)."""
+
+    SECURE = "secure"
+    INSECURE = "insecure"
+    BOGUS = "bogus"
+
+
+@dataclass(frozen=True, slots=True)
+class Answer:
+    """The TXT answer at an owner name: record texts (strings joined) and how it was had."""
+
+    owner: str
+    texts: tuple[str, ...]
+    rcode: str
+    transport: str
+    dnssec: DNSSECStatus
+
+
+@dataclass(frozen=True, slots=True)
+class Candidate:
+    """One alter1 record at the owner that names the handle, and what its verification said."""
+
+    text: str
+    epoch: int
+    category: str | None
+    detail: str
+
+
+@dataclass(frozen=True, slots=True)
+class Resolution:
+    """The outcome of resolving one handle.
+
+    ``envelope`` is set only when ``category`` is None (success).
+    """
+
+    handle: Handle
+    owner: str
+    dnssec: DNSSECStatus
+    envelope: Envelope | None
+    category: str | None
+    detail: str
+    candidates: tuple[Candidate, ...] = ()
+
+    @property
+    def ok(self) -> bool:
+        """True when a valid envelope was selected."""
+        return self.category is None and self.envelope is not None
+
+
+def _decode(strings: Sequence[bytes]) -> str:
+    return b"".join(strings).decode("latin-1")
+
+
+def query_txt(
+    server: tuple[str, int], owner: str, *, timeout: float = DEFAULT_TIMEOUT_SECONDS
+) -> Answer:
+    """Query ``owner`` TXT with DNSSEC OK over UDP, retrying over TCP on truncation.
+
+    Raises:
+        ResolveError: no answer in time, an unusable reply, or an rcode other than
+            NOERROR/NXDOMAIN.
+    """
+    host, port = server
+    query = dns.message.make_query(
+        owner, dns.rdatatype.TXT, want_dnssec=True, use_edns=0, payload=EDNS_PAYLOAD_OCTETS
+    )
+    transport = "udp"
+    try:
+        response = dns.query.udp(query, host, port=port, timeout=timeout, ignore_trailing=False)
+        if response.flags & dns.flags.TC:
+            transport = "tcp"
+            response = dns.query.tcp(query, host, port=port, timeout=timeout)
+    except dns.exception.Timeout as exc:
+        raise ResolveError(
+            f"no answer from {host}:{port} within {timeout:g} s", where=owner
+        ) from exc
+    except (OSError, dns.exception.DNSException) as exc:
+        raise ResolveError(f"query to {host}:{port} failed: {exc}", where=owner) from exc
+    rcode = response.rcode()
+    if rcode not in (dns.rcode.NOERROR, dns.rcode.NXDOMAIN):
+        raise ResolveError(f"{host}:{port} answered {dns.rcode.to_text(rcode)}", where=owner)
+    name = dns.name.from_text(owner)
+    texts: list[str] = []
+    for rrset in response.answer:
+        if rrset.name == name and rrset.rdtype == dns.rdatatype.TXT:
+            texts.extend(_decode(rdata.strings) for rdata in rrset)
+    # Until zones are DNSSEC-signed every answer is insecure; validation plugs in here.
+    return Answer(
+        owner=owner,
+        texts=tuple(texts),
+        rcode=dns.rcode.to_text(rcode),
+        transport=transport,
+        dnssec=DNSSECStatus.INSECURE,
+    )
+
+
+def _lenient_names_handle(text: str, handle: Handle) -> int | None:
+    """For a record that does not parse: its epoch (or 0) if it names ``handle``, else None."""
+    match = _LENIENT_H.search(text)
+    if match is None or match.group(1).lower() != handle.ref:
+        return None
+    epoch = _LENIENT_E.search(text)
+    return int(epoch.group(1)) if epoch else 0
+
+
+def select_envelope(
+    handle: Handle,
+    owner: str,
+    texts: Sequence[str],
+    *,
+    substrate: str | None,
+    now: int,
+    pinned: tuple[int, bytes] | None = None,
+) -> tuple[Envelope | None, str | None, str, tuple[Candidate, ...]]:
+    """Spec section 7 after DNSSEC: pick the valid envelope with the highest epoch.
+
+    Returns:
+        ``(envelope, category, detail, candidates)``; ``category`` None means success.
+    """
+    envelopes: list[tuple[str, Envelope]] = []
+    revocations: list[Revocation] = []
+    candidates: list[Candidate] = []
+    for text in texts:
+        try:
+            record = parse_record(text)
+        except VerificationError as exc:
+            epoch = _lenient_names_handle(text, handle)
+            if epoch is not None:
+                candidates.append(Candidate(text, epoch, exc.category, exc.what))
+            continue
+        if isinstance(record, Revocation) and record.handle == handle:
+            revocations.append(record)
+        elif isinstance(record, Envelope) and record.handle == handle:
+            envelopes.append((text, record))
+    valid: list[Envelope] = []
+    for text, envelope in envelopes:
+        try:
+            verify_envelope(
+                envelope,
+                owner=owner,
+                substrate=substrate,
+                now=now,
+                pinned=pinned,
+                revocations=revocations,
+            )
+        except VerificationError as exc:
+            candidates.append(Candidate(text, envelope.epoch, exc.category, exc.what))
+            continue
+        candidates.append(Candidate(text, envelope.epoch, None, "valid"))
+        valid.append(envelope)
+    found = tuple(candidates)
+    if valid:
+        best = max(envelope.epoch for envelope in valid)
+        top = [envelope for envelope in valid if envelope.epoch == best]
+        if len({envelope.public_key for envelope in top}) > 1:
+            return (
+                None,
+                "conflict",
+                f"two valid envelopes for epoch {best} with different keys",
+                found,
+            )
+        return top[0], None, f"epoch {best} verified", found
+    if not candidates:
+        return None, "not-found", f"no alter1 envelope for {handle.ref} at {owner}", found
+    worst = max(candidates, key=lambda candidate: candidate.epoch)
+    return None, worst.category, worst.detail, found
+
+
+def resolve(
+    reference: AlterURI | Handle,
+    *,
+    server: tuple[str, int],
+    substrate: str | None,
+    now: int,
+    allow_insecure: bool = False,
+    pinned: tuple[int, bytes] | None = None,
+    timeout: float = DEFAULT_TIMEOUT_SECONDS,
+) -> Resolution:
+    """Resolve and verify a handle against ``server`` (spec section 7).
+
+    Returns:
+        The resolution; check ``ok`` and ``category``.
+
+    Raises:
+        HandleError: a non-domain handle without a substrate.
+        ResolveError: the server did not answer usably.
+    """
+    handle = reference.handle if isinstance(reference, AlterURI) else reference
+    owner = handle.owner(substrate)
+    answer = query_txt(server, owner, timeout=timeout)
+    if answer.dnssec is DNSSECStatus.BOGUS:
+        return Resolution(handle, owner, answer.dnssec, None, "bogus", "DNSSEC validation failed")
+    if answer.dnssec is DNSSECStatus.INSECURE and not allow_insecure:
+        return Resolution(
+            handle, owner, answer.dnssec, None, "insecure", "answer is not DNSSEC-validated"
+        )
+    envelope, category, detail, candidates = select_envelope(
+        handle, owner, answer.texts, substrate=substrate, now=now, pinned=pinned
+    )
+    return Resolution(handle, owner, answer.dnssec, envelope, category, detail, candidates)
