@@ -25,7 +25,9 @@ def test_copy_matches_shared_vectors() -> None:
         pytest.skip(f"{SHARED_VECTORS_DIR} not present (clone without ../shared)")
     names = sorted(p.name for p in SHARED_VECTORS_DIR.iterdir())
     assert sorted(p.name for p in VECTORS_DIR.iterdir()) == names
-    match, mismatch, errors = filecmp.cmpfiles(SHARED_VECTORS_DIR, VECTORS_DIR, names, shallow=False)
+    match, mismatch, errors = filecmp.cmpfiles(
+        SHARED_VECTORS_DIR, VECTORS_DIR, names, shallow=False
+    )
     assert (mismatch, errors) == ([], [])
     assert match == names
 
@@ -59,7 +61,9 @@ def test_uri_vector(case: dict[str, Any]) -> None:
 
 
 def _key(seed_hex: str | None) -> Ed25519PrivateKey | None:
-    return None if seed_hex is None else Ed25519PrivateKey.from_private_bytes(bytes.fromhex(seed_hex))
+    if seed_hex is None:
+        return None
+    return Ed25519PrivateKey.from_private_bytes(bytes.fromhex(seed_hex))
 
 
 @pytest.mark.parametrize("case", load("envelopes.json"), ids=case_id)
