@@ -344,7 +344,7 @@ def keygen(
 ) -> None:
     """Create a handle's first key (epoch 1) and its revocation secret."""
     key = pipeline.keygen(parse_handle(handle), zone=zone, keys=_keystore(keys))
-    key_path, secret_path, _ = _keystore(keys).paths(normalize_domain(zone), key.handle, key.epoch)
+    key_path, secret_path = _keystore(keys).paths(normalize_domain(zone), key.handle, key.epoch)
     fields = {
         "handle": key.handle.ref,
         "epoch": key.epoch,
@@ -368,9 +368,8 @@ def init(
     """Scaffold a workspace: zones/<zone>.yaml, templates/, keys/ with its .gitignore."""
     for path in pipeline.init_workspace(directory, zone):
         typer.echo(f"created {path}")
-    typer.echo(
-        f"next: alter-publish sign {directory / 'zones' / (normalize_domain(zone) + '.yaml')} --create-keys"
-    )
+    definition = directory / "zones" / f"{normalize_domain(zone)}.yaml"
+    typer.echo(f"next: alter-publish sign {definition} --create-keys")
 
 
 def _version_callback(value: bool) -> None:

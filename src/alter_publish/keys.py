@@ -4,7 +4,8 @@ Layout under the store root (``keys/`` by default)::
 
     keys/<zone>/<handle-name>/<epoch>.pem     PKCS#8 PEM private key, mode 0600
     keys/<zone>/<handle-name>/<epoch>.secret  base64url 32-byte revocation secret, mode 0600
-    keys/<zone>/<handle-name>/<epoch>.pub     base64url public key (safe to commit)
+
+Public keys need no file of their own: every envelope in the IdentityLog carries one.
 
 Private keys are encrypted when a passphrase is configured; it comes from the
 environment (``ALTER_PUBLISH_PASSPHRASE``) or a file named there
@@ -25,14 +26,13 @@ from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PrivateKey
 
 from alter_publish.envelope import SECRET_OCTETS, b64url, b64url_decode, key_id, public_bytes
 from alter_publish.errors import KeyStoreError, VerificationError
-from alter_publish.fileio import PRIVATE_MODE, PUBLIC_MODE, atomic_write_bytes
+from alter_publish.fileio import PRIVATE_MODE, atomic_write_bytes
 from alter_publish.handles import Handle
 
 PASSPHRASE_ENV = "ALTER_PUBLISH_PASSPHRASE"  # noqa: S105 (a variable name, not a secret)
 PASSPHRASE_FILE_ENV = "ALTER_PUBLISH_PASSPHRASE_FILE"  # noqa: S105 (a variable name)
 PRIVATE_KEY_SUFFIX = ".pem"
 SECRET_SUFFIX = ".secret"  # noqa: S105 (a file suffix)
-PUBLIC_KEY_SUFFIX = ".pub"
 GITIGNORE_TEXT = """\
 # alter-publish key store: private keys and revocation secrets never enter git.
 *
@@ -118,14 +118,10 @@ class KeyStore:
         """Directory holding every epoch of one handle's keys."""
         return self.root / zone / handle.name
 
-    def paths(self, zone: str, handle: Handle, epoch: int) -> tuple[Path, Path, Path]:
-        """(private key, revocation secret, public key) paths of one epoch."""
+    def paths(self, zone: str, handle: Handle, epoch: int) -> tuple[Path, Path]:
+        """(private key, revocation secret) paths of one epoch."""
         base = self.handle_dir(zone, handle)
-        return (
-            base / f"{epoch}{PRIVATE_KEY_SUFFIX}",
-            base / f"{epoch}{SECRET_SUFFIX}",
-            base / f"{epoch}{PUBLIC_KEY_SUFFIX}",
-        )
+        return base / f"{epoch}{PRIVATE_KEY_SUFFIX}", base / f"{epoch}{SECRET_SUFFIX}"
 
     def epochs(self, zone: str, handle: Handle) -> tuple[int, ...]:
         """Epochs with a private key on disk, ascending."""
@@ -149,7 +145,7 @@ class KeyStore:
         Raises:
             KeyStoreError: a key for that epoch exists already, or a file cannot be written.
         """
-        key_path, secret_path, public_path = self.paths(zone, handle, epoch)
+        key_path, secret_path = self.paths(zone, handle, epoch)
         if key_path.exists() or secret_path.exists():
             raise KeyStoreError(
                 f"{handle.ref} already has an epoch {epoch} key; keys are never overwritten",
@@ -170,12 +166,6 @@ class KeyStore:
             secret_path, (b64url(secret) + "\n").encode(), mode=PRIVATE_MODE, error=KeyStoreError
         )
         atomic_write_bytes(key_path, pem, mode=PRIVATE_MODE, error=KeyStoreError)
-        atomic_write_bytes(
-            public_path,
-            (b64url(public_bytes(private_key)) + "\n").encode(),
-            mode=PUBLIC_MODE,
-            error=KeyStoreError,
-        )
         return HandleKey(
             handle=handle, epoch=epoch, private_key=private_key, revocation_secret=secret
         )
@@ -186,7 +176,7 @@ class KeyStore:
         Raises:
             KeyStoreError: missing, unsafe permissions, wrong passphrase, or corrupt.
         """
-        key_path, secret_path, _ = self.paths(zone, handle, epoch)
+        key_path, secret_path = self.paths(zone, handle, epoch)
         pem = _read_private(key_path)
         encrypted = b"ENCRYPTED PRIVATE KEY" in pem
         if encrypted and not self.passphrase:

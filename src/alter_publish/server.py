@@ -134,7 +134,7 @@ class Resolution:
     additional: tuple[dns.rrset.RRset, ...] = ()
 
 
-@dataclass(frozen=True, slots=True)
+@dataclass(frozen=True, slots=True, eq=False)
 class IndexedZone:
     """One zone, indexed for lookups. All names and rdata are absolute.
 
@@ -373,7 +373,7 @@ def _absolute_rdata(rdata: dns.rdata.Rdata, origin: dns.name.Name) -> dns.rdata.
         ) from exc
 
 
-@dataclass(frozen=True, slots=True)
+@dataclass(frozen=True, slots=True, eq=False)
 class ZoneIndex:
     """Immutable lookup structure over every served zone, built once.
 
