@@ -79,19 +79,7 @@ def _print_proof_failures(report: pipeline.ProofReport) -> None:
 
 
 def _envelope_mapping(envelope: Envelope, owner: str) -> dict[str, Any]:
-    return {
-        "handle": envelope.handle.ref,
-        "tier": str(envelope.handle.tier),
-        "owner": owner,
-        "epoch": envelope.epoch,
-        "key_id": envelope.key_id,
-        "public_key": b64url(envelope.public_key),
-        "signed_at": envelope.signed_at,
-        "expires_at": envelope.expires_at,
-        "resolver": envelope.resolver,
-        "log_size": envelope.log_size,
-        "continuity": envelope.psig is not None,
-    }
+    return {**envelope.to_mapping(), "owner": owner}
 
 
 def _print_envelope(fields: dict[str, Any]) -> None:

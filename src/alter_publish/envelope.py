@@ -202,6 +202,22 @@ class Envelope:
         """The record text split into TXT character-strings."""
         return split_txt(self.to_text())
 
+    def to_mapping(self) -> dict[str, str | int | bool | None]:
+        """The envelope's meaning as JSON-ready fields (the text itself is ``to_text()``)."""
+        return {
+            "handle": self.handle.ref,
+            "tier": str(self.handle.tier),
+            "epoch": self.epoch,
+            "key_id": self.key_id,
+            "public_key": b64url(self.public_key),
+            "signed_at": self.signed_at,
+            "expires_at": self.expires_at,
+            "resolver": self.resolver,
+            "log_size": self.log_size,
+            "log_root": b64url(self.log_root),
+            "continuity": self.psig is not None,
+        }
+
     def signed_tags(self, tag: str) -> Tags:
         """The tags that precede signature tag ``tag`` (``sig`` or ``psig``)."""
         index = [name for name, _ in self.tags].index(tag)

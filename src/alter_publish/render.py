@@ -17,7 +17,7 @@ import dns.rdtypes.ANY.TXT
 import dns.zone
 import jinja2
 
-from alter_publish.envelope import Envelope, b64url
+from alter_publish.envelope import Envelope
 from alter_publish.errors import RenderError
 from alter_publish.model import HandleSpec, ZoneSpec
 
@@ -127,26 +127,15 @@ def content_digest(text: str) -> str:
 
 def envelopes_document(spec: ZoneSpec, signed: Sequence[SignedHandle], serial: int) -> str:
     """``<zone>.envelopes.json``: every published envelope, machine-readable and deterministic."""
-    handles = []
-    for item in signed:
-        envelope = item.envelope
-        handles.append(
-            {
-                "handle": envelope.handle.ref,
-                "tier": str(envelope.handle.tier),
-                "owner": item.spec.owner,
-                "epoch": envelope.epoch,
-                "key_id": envelope.key_id,
-                "public_key": b64url(envelope.public_key),
-                "signed_at": envelope.signed_at,
-                "expires_at": envelope.expires_at,
-                "resolver": envelope.resolver,
-                "log_size": envelope.log_size,
-                "log_root": b64url(envelope.log_root),
-                "text": envelope.to_text(),
-                "txt_strings": list(envelope.txt_strings()),
-            }
-        )
+    handles = [
+        {
+            **item.envelope.to_mapping(),
+            "owner": item.spec.owner,
+            "text": item.envelope.to_text(),
+            "txt_strings": list(item.envelope.txt_strings()),
+        }
+        for item in signed
+    ]
     document = {
         "format": ENVELOPES_FORMAT,
         "zone": spec.origin,
