@@ -6,6 +6,7 @@ codes"); ``--debug`` re-raises instead, for a traceback.
 
 from __future__ import annotations
 
+import importlib
 import json
 import os
 import sys
@@ -393,6 +394,9 @@ MAX_ERROR_LINES = 20
 
 
 def _error_lines(error: AlterError) -> list[str]:
+    if isinstance(error, VerificationError):
+        where = f"{error.where}: " if error.where else ""
+        return [f"{where}{error.category}: {error.what}"]
     if len(error.reasons) <= 1:
         return [str(error)]
     lines = list(error.reasons[:MAX_ERROR_LINES])
@@ -401,9 +405,25 @@ def _error_lines(error: AlterError) -> list[str]:
     return lines
 
 
+def _click_errors() -> tuple[type[Exception], ...]:
+    """Click's exception base, and the copy of it that newer typer releases bundle."""
+    found: list[type[Exception]] = [click.exceptions.ClickException]
+    try:
+        bundled = importlib.import_module("typer._click.exceptions")
+    except ImportError:
+        return tuple(found)
+    extra = getattr(bundled, "ClickException", None)
+    if isinstance(extra, type) and issubclass(extra, Exception):
+        found.append(extra)
+    return tuple(found)
+
+
+CLICK_ERRORS = _click_errors()
+
+
 def main(argv: list[str] | None = None) -> None:
     """Entry point: run the app and map every error to one line and an exit code."""
-    args = sys.argv[1:] if argv is None else argv
+    args = (sys.argv[1:] if argv is None else argv) or ["--help"]
     debug = "--debug" in args
     command = typer.main.get_command(app)
     try:
@@ -420,12 +440,13 @@ def main(argv: list[str] | None = None) -> None:
     except click.exceptions.Abort:
         typer.echo("alter-publish: aborted", err=True)
         sys.exit(130)
-    except click.exceptions.ClickException as error:
+    except CLICK_ERRORS as error:
         if debug:
             raise
-        message = " ".join(error.format_message().split())
-        typer.echo(f"alter-publish: error: {message} (see --help)", err=True)
-        sys.exit(EXIT_USAGE if isinstance(error, click.exceptions.UsageError) else error.exit_code)
+        format_message = getattr(error, "format_message", None)
+        text = format_message() if callable(format_message) else str(error)
+        typer.echo(f"alter-publish: error: {' '.join(str(text).split())} (see --help)", err=True)
+        sys.exit(EXIT_USAGE)
     except KeyboardInterrupt:
         typer.echo("alter-publish: interrupted", err=True)
         sys.exit(130)
@@ -439,3 +460,7 @@ def main(argv: list[str] | None = None) -> None:
         )
         sys.exit(EXIT_INTERNAL)
     sys.exit(code if isinstance(code, int) else EXIT_OK)
+
+
+if __name__ == "__main__":
+    main()

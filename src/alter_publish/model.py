@@ -372,6 +372,9 @@ class _ZoneReader:
         )
 
     def read(self) -> ZoneSpec:
+        if not self.node.is_mapping:
+            self.problems.add(self.node.mark, "a zone definition must be a mapping of fields")
+            self.problems.raise_if_any()
         top = self.mapping(self.node, ZONE_FIELDS, "zone definition")
         origin = self.origin(top)
         ttl = self.ttl(top.get("ttl"), "ttl", DEFAULT_TTL_SECONDS)

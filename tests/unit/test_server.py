@@ -2,12 +2,14 @@
 
 from __future__ import annotations
 
+import errno
 import random
 import socket
 import struct
 import threading
 import time
 from collections.abc import Iterator
+from typing import TYPE_CHECKING, Any
 
 import dns.dnssec
 import dns.dnssectypes
@@ -30,12 +32,16 @@ from hypothesis import strategies as st
 
 from alter_publish.errors import ServeError
 from alter_publish.server import (
+    BIND_ATTEMPTS,
     EDNS_PAYLOAD_OCTETS,
     UDP_PAYLOAD_MAX_OCTETS,
     ZoneIndex,
     ZoneServer,
     answer,
 )
+
+if TYPE_CHECKING:
+    from _typeshed import ReadableBuffer
 
 TIMEOUT_SECONDS = 2.0
 DROP_WAIT_SECONDS = 0.3
@@ -774,12 +780,55 @@ def test_fixed_port_in_use_raises_serve_error(server: ZoneServer) -> None:
     assert_serving(server)
 
 
-def test_port_zero_retries_when_tcp_port_taken() -> None:
-    # Hold many TCP ports so that a UDP port the OS picks may collide; start must still work.
-    with ZoneServer([make_zone()]) as running:
-        _, port = running.address
-        assert port != 0
+def _flaky_tcp_bind(monkeypatch: pytest.MonkeyPatch, failures: int) -> list[int]:
+    """Make the next ``failures`` TCP binds fail with EADDRINUSE; return the UDP ports tried."""
+    left = [failures]
+    udp_ports: list[int] = []
+
+    class FlakySocket(socket.socket):
+        def bind(self, address: tuple[Any, ...] | str | ReadableBuffer) -> None:
+            if self.type == socket.SOCK_STREAM and left[0] > 0:
+                left[0] -= 1
+                raise OSError(errno.EADDRINUSE, "Address already in use")
+            super().bind(address)
+            if self.type == socket.SOCK_DGRAM:
+                udp_ports.append(int(self.getsockname()[1]))
+
+    monkeypatch.setattr(socket, "socket", FlakySocket)
+    return udp_ports
+
+
+def test_port_zero_retries_when_tcp_port_taken(monkeypatch: pytest.MonkeyPatch) -> None:
+    udp_ports = _flaky_tcp_bind(monkeypatch, failures=2)
+    running = ZoneServer([make_zone()])
+    running.start()
+    monkeypatch.undo()
+    try:
+        assert len(udp_ports) == 3
+        assert running.address[1] == udp_ports[-1]
         assert ask_tcp(running, query("_alter.blake.example.com.")).answer != []
+        assert_serving(running)
+    finally:
+        running.stop()
+
+
+def test_port_zero_gives_up_after_bind_attempts(monkeypatch: pytest.MonkeyPatch) -> None:
+    udp_ports = _flaky_tcp_bind(monkeypatch, failures=BIND_ATTEMPTS)
+    with pytest.raises(ServeError, match="cannot bind TCP"):
+        ZoneServer([make_zone()]).start()
+    assert len(udp_ports) == BIND_ATTEMPTS
+
+
+def test_fixed_port_with_tcp_taken_raises_and_frees_udp() -> None:
+    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as taken:
+        taken.bind(("127.0.0.1", 0))
+        taken.listen(1)
+        port = int(taken.getsockname()[1])
+        with pytest.raises(ServeError, match="cannot bind TCP") as caught:
+            ZoneServer([make_zone()], port=port).start()
+        assert caught.value.where == f"127.0.0.1:{port}"
+    with socket.socket(socket.AF_INET, socket.SOCK_DGRAM) as udp:
+        udp.bind(("127.0.0.1", port))  # the UDP socket of the failed start was closed
 
 
 def test_fixed_port_is_used() -> None:
