@@ -89,10 +89,17 @@ class URIError(UsageError):
 
 
 class DefinitionError(AlterError):
-    """A zone definition (YAML) with one or more problems; see ``reasons``."""
+    """A zone definition (YAML) with one or more problems; ``reasons`` lists every one."""
 
     category = "definition"
     exit_code = EXIT_DEFINITION
+
+    def __init__(
+        self, what: str, *, where: str | None = None, reasons: tuple[str, ...] = ()
+    ) -> None:
+        super().__init__(what, where=where, reasons=reasons)
+        if not self.reasons:
+            self.reasons = (str(self),)
 
 
 class KeyStoreError(AlterError):

@@ -5,7 +5,7 @@ from __future__ import annotations
 import ipaddress
 import re
 from collections.abc import Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
@@ -32,6 +32,7 @@ _DURATION = re.compile(r"(?:\d+[smhdw])+")
 _DURATION_PART = re.compile(r"(\d+)([smhdw])")
 _TAG_NAME = re.compile(r"[a-z][a-z0-9_]*")
 _TAG_VALUE = re.compile(r"[\x21-\x3a\x3c-\x7e]+")
+_HOSTNAME = re.compile(r"(?:[a-z0-9_-]{1,63}\.)+")
 _URI = re.compile(r"[A-Za-z][A-Za-z0-9+.-]*:[\x21-\x3a\x3c-\x7e]+")
 
 ZONE_FIELDS = frozenset({"zone", "ttl", "soa", "ns", "hosts", "envelopes", "handles"})
@@ -123,7 +124,7 @@ class HandleSpec:
     lifetime: int | None
     ttl: int
     extra_tags: Tags
-    where: str
+    where: str = field(compare=False)
 
     def envelope_tags(self) -> Tags:
         """The tags after ``rc=``: ``r=`` first (if any), then the extras."""
@@ -203,6 +204,11 @@ class ZoneSpec:
         return _ZoneReader(node, path).read()
 
 
+def _keys_of(node: Node) -> frozenset[str]:
+    """The keys of a mapping node (an empty set for anything else, which ``mapping`` reports)."""
+    return frozenset(node.value) if node.is_mapping else frozenset()
+
+
 def load_zone(path: Path) -> ZoneSpec:
     """Load and check ``zones/<zone>.yaml``.
 
@@ -275,6 +281,11 @@ class _ZoneReader:
             return origin + "."
         if not text.endswith("."):
             text = f"{text}.{origin}." if "." not in text else text + "."
+        if not _HOSTNAME.fullmatch(text):
+            self.problems.add(
+                node.mark, f"bad {what} {node.value!r}: labels are a-z, 0-9, '-', '_'"
+            )
+            return None
         try:
             dns.name.from_text(text)
         except dns.exception.DNSException as exc:
@@ -292,6 +303,9 @@ class _ZoneReader:
             self.problems.add(node.mark, "zone must be a domain name like example.com")
             return stem
         origin = normalize_domain(node.value)
+        if not origin:
+            self.problems.add(node.mark, "zone must not be the root")
+            return stem
         try:
             name = dns.name.from_text(origin + ".")
         except dns.exception.DNSException as exc:
@@ -342,7 +356,7 @@ class _ZoneReader:
                 )
         extra: list[tuple[str, str]] = []
         if (node := fields.get("tags")) is not None:
-            for name, value_node in self.mapping(node, frozenset(node.value or ()), "tags").items():
+            for name, value_node in self.mapping(node, _keys_of(node), "tags").items():
                 value = value_node.value
                 text = str(value).lower() if isinstance(value, bool) else str(value)
                 mark = node.key_marks[name]
@@ -411,9 +425,7 @@ class _ZoneReader:
         hosts: list[tuple[str, tuple[str, ...]]] = []
         if "hosts" in top:
             hosts_node = top["hosts"]
-            for key, addresses in self.mapping(
-                hosts_node, frozenset(hosts_node.value or ()), "hosts"
-            ).items():
+            for key, addresses in self.mapping(hosts_node, _keys_of(hosts_node), "hosts").items():
                 name = self.dns_name(Node(key, hosts_node.key_marks[key]), origin, "host")
                 items = addresses.value if addresses.is_sequence else [addresses]
                 parsed: list[str] = []
