@@ -63,14 +63,18 @@ def main() -> None:
     """Generate, sign twice, print the figures."""
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--handles", type=int, default=10_000)
-    parser.add_argument("--keep", type=Path, help="workspace directory to keep (default: temporary)")
+    parser.add_argument("--keep", type=Path, help="workspace to keep (default: temporary)")
     options = parser.parse_args()
     with tempfile.TemporaryDirectory() as temp:
         root = options.keep or Path(temp)
         root.mkdir(parents=True, exist_ok=True)
         write_zone(root, options.handles)
         print(f"sign of {options.handles} handles in {root}")
-        for label, args in (("cold (create keys, sign all)", ("--create-keys",)), ("warm (nothing changed)", ())):
+        runs = (
+            ("cold (create keys, sign all)", ("--create-keys",)),
+            ("warm (nothing changed)", ()),
+        )
+        for label, args in runs:
             wall, peak, report = run(root, *args)
             zone = report["zones"][0]  # type: ignore[index]
             timings = " ".join(f"{k}={v:.2f}s" for k, v in zone["timings"].items())
