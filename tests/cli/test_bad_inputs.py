@@ -293,7 +293,7 @@ def _key_file_mode_0644(ws: Workspace) -> Command:
 
 def _corrupt_pem(ws: Workspace) -> Command:
     (ws.key_dir("blake") / "1.pem").write_bytes(
-        b"-----BEGIN " b"PRIVATE KEY-----\nbm90IGEga2V5\n-----END PRIVATE KEY-----\n"
+        b"-----BEGIN PRIVATE KEY-----\nbm90IGEga2V5\n-----END PRIVATE KEY-----\n"
     )
     return Command(SIGN, contains=("blake/1.pem",))
 
