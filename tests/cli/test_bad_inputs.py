@@ -293,7 +293,9 @@ def _key_file_mode_0644(ws: Workspace) -> Command:
 
 def _corrupt_pem(ws: Workspace) -> Command:
     (ws.key_dir("blake") / "1.pem").write_bytes(
-        b"-----BEGIN PRIVATE KEY-----\nbm90IGEga2V5\n-----END PRIVATE KEY-----\n"
+        "-----{0} {1}-----\nbm90IGEga2V5\n-----END {1}-----\n".format(
+            "BEGIN", "PRIVATE KEY"
+        ).encode()
     )
     return Command(SIGN, contains=("blake/1.pem",))
 
