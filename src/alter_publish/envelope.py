@@ -33,8 +33,8 @@ RESERVED_TAGS = frozenset(
     {"v", "h", "e", "k", "p", "t", "x", "log", "rc", "r", "psig", "sig", "rev"}
 )
 
-_TAG_NAME = re.compile(r"[a-z][a-z0-9_]*")
-_TAG_VALUE = re.compile(r"[\x21-\x3a\x3c-\x7e]+")
+TAG_NAME = re.compile(r"[a-z][a-z0-9_]*")
+TAG_VALUE = re.compile(r"[\x21-\x3a\x3c-\x7e]+")
 _DECIMAL = re.compile(r"0|[1-9][0-9]*")
 _B64URL = re.compile(r"[A-Za-z0-9_-]*")
 _PRINTABLE = re.compile(r"[\x20-\x7e]*")
@@ -125,9 +125,9 @@ def parse_tags(text: str) -> Tags:
         name, value = name.strip(" "), value.strip(" ")
         if not equals or not name:
             raise VerificationError(f"empty or bad tag {part.strip(' ')!r}")
-        if not _TAG_NAME.fullmatch(name):
+        if not TAG_NAME.fullmatch(name):
             raise VerificationError(f"bad tag name {name!r}")
-        if not _TAG_VALUE.fullmatch(value):
+        if not TAG_VALUE.fullmatch(value):
             raise VerificationError(f"bad value for tag {name}=")
         if name in seen:
             raise VerificationError(f"duplicate tag {name}=")

@@ -11,7 +11,7 @@ from typing import Any
 
 import dns.name
 
-from alter_publish.envelope import RESERVED_TAGS, Tags
+from alter_publish.envelope import RESERVED_TAGS, TAG_NAME, TAG_VALUE, Tags
 from alter_publish.errors import DefinitionError, HandleError
 from alter_publish.handles import Handle, normalize_domain, parse_handle
 from alter_publish.loader import Mark, Node, load_yaml
@@ -30,8 +30,6 @@ NEVER = "never"
 _UNIT_SECONDS = {"s": 1, "m": 60, "h": 3600, "d": 86400, "w": 604800}
 _DURATION = re.compile(r"(?:\d+[smhdw])+")
 _DURATION_PART = re.compile(r"(\d+)([smhdw])")
-_TAG_NAME = re.compile(r"[a-z][a-z0-9_]*")
-_TAG_VALUE = re.compile(r"[\x21-\x3a\x3c-\x7e]+")
 _HOSTNAME = re.compile(r"(?:[a-z0-9_-]{1,63}\.)+")
 _URI = re.compile(r"[A-Za-z][A-Za-z0-9+.-]*:[\x21-\x3a\x3c-\x7e]+")
 
@@ -360,14 +358,12 @@ class _ZoneReader:
                 value = value_node.value
                 text = str(value).lower() if isinstance(value, bool) else str(value)
                 mark = node.key_marks[name]
-                if not _TAG_NAME.fullmatch(name):
+                if not TAG_NAME.fullmatch(name):
                     self.problems.add(mark, f"tag name {name!r} is not [a-z][a-z0-9_]*")
                 elif name in RESERVED_TAGS:
                     self.problems.add(mark, f"tag {name!r} is reserved (set by alter-publish)")
                 elif (
-                    value is None
-                    or isinstance(value, dict | list)
-                    or not _TAG_VALUE.fullmatch(text)
+                    value is None or isinstance(value, dict | list) or not TAG_VALUE.fullmatch(text)
                 ):
                     self.problems.add(
                         value_node.mark,
