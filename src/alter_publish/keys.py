@@ -7,6 +7,12 @@ Layout under the store root (``keys/`` by default)::
 
 Public keys need no file of their own: every envelope in the IdentityLog carries one.
 
+DNSSEC zone keys (Ed25519, algorithm 15) sit beside the handles, under a name no
+handle can have::
+
+    keys/<zone>/_dnssec/keys.json            which keys exist: role, key tag, state, created
+    keys/<zone>/_dnssec/<role>-<tag>.pem     PKCS#8 PEM private key (KSK or ZSK), mode 0600
+
 Private keys are encrypted when a passphrase is configured; it comes from the
 environment (``ALTER_PUBLISH_PASSPHRASE``) or a file named there
 (``ALTER_PUBLISH_PASSPHRASE_FILE``), never from the command line.
@@ -14,13 +20,19 @@ environment (``ALTER_PUBLISH_PASSPHRASE``) or a file named there
 
 from __future__ import annotations
 
+import json
 import os
 import re
 import stat
 from collections.abc import Mapping
 from dataclasses import dataclass, field
+from enum import StrEnum
 from pathlib import Path
+from typing import Any
 
+import dns.dnssec
+import dns.dnssectypes
+import dns.rdtypes.ANY.DNSKEY
 from cryptography.hazmat.primitives import serialization
 from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PrivateKey
 
@@ -42,6 +54,11 @@ GITIGNORE_TEXT = """\
 !*.pub
 """
 _EPOCH_FILE = re.compile(r"([1-9][0-9]{0,9})\.pem")
+ZONE_KEYS_DIR = "_dnssec"
+ZONE_KEYS_INDEX = "keys.json"
+ZONE_KEYS_FORMAT = "alter-publish/zone-keys/1"
+DNSKEY_FLAGS_ZSK = 256
+DNSKEY_FLAGS_KSK = 257
 
 
 def passphrase_from_env(environ: Mapping[str, str]) -> bytes | None:
@@ -107,6 +124,90 @@ def _read_private(path: Path) -> bytes:
         raise KeyStoreError(f"cannot read: {exc.strerror}", where=str(path)) from exc
 
 
+def _private_pem(private_key: Ed25519PrivateKey, passphrase: bytes | None) -> bytes:
+    encryption: serialization.KeySerializationEncryption = (
+        serialization.BestAvailableEncryption(passphrase)
+        if passphrase
+        else serialization.NoEncryption()
+    )
+    return private_key.private_bytes(
+        serialization.Encoding.PEM, serialization.PrivateFormat.PKCS8, encryption
+    )
+
+
+def _load_private_pem(path: Path, passphrase: bytes | None) -> Ed25519PrivateKey:
+    pem = _read_private(path)
+    encrypted = b"ENCRYPTED PRIVATE KEY" in pem
+    if encrypted and not passphrase:
+        raise KeyStoreError(
+            f"key is encrypted; set {PASSPHRASE_ENV} or {PASSPHRASE_FILE_ENV}",
+            where=str(path),
+        )
+    try:
+        private_key = serialization.load_pem_private_key(
+            pem, password=passphrase if encrypted else None
+        )
+    except (ValueError, TypeError) as exc:
+        what = "wrong passphrase or corrupt key" if encrypted else "not a PKCS#8 PEM private key"
+        raise KeyStoreError(what, where=str(path)) from exc
+    if not isinstance(private_key, Ed25519PrivateKey):
+        raise KeyStoreError("not an Ed25519 key", where=str(path))
+    return private_key
+
+
+class ZoneKeyRole(StrEnum):
+    """What a DNSSEC zone key signs: the DNSKEY rrset (KSK) or everything else (ZSK)."""
+
+    KSK = "ksk"
+    ZSK = "zsk"
+
+    @property
+    def flags(self) -> int:
+        """DNSKEY flags: zone key, plus SEP for a KSK."""
+        return DNSKEY_FLAGS_KSK if self is ZoneKeyRole.KSK else DNSKEY_FLAGS_ZSK
+
+
+@dataclass(frozen=True, slots=True)
+class ZoneKey:
+    """One DNSSEC key of a zone. Its repr never shows the private key."""
+
+    zone: str
+    role: ZoneKeyRole
+    created: int
+    private_key: Ed25519PrivateKey = field(repr=False)
+
+    @property
+    def dnskey(self) -> dns.rdtypes.ANY.DNSKEY.DNSKEY:
+        """The DNSKEY rdata (algorithm 15, ED25519)."""
+        return dns.dnssec.make_dnskey(
+            self.private_key.public_key(), dns.dnssectypes.Algorithm.ED25519, flags=self.role.flags
+        )
+
+    @property
+    def tag(self) -> int:
+        """The RFC 4034 key tag of the DNSKEY."""
+        return dns.dnssec.key_id(self.dnskey)
+
+    def index_entry(self) -> dict[str, Any]:
+        """This key's line in ``keys.json`` (no secrets)."""
+        return {
+            "role": str(self.role),
+            "tag": self.tag,
+            "algorithm": int(dns.dnssectypes.Algorithm.ED25519),
+            "file": _zone_key_file(self.role, self.tag),
+            "created": self.created,
+            "state": "active",
+        }
+
+
+def _zone_key_order(key: ZoneKey) -> tuple[bool, int, int]:
+    return (key.role is not ZoneKeyRole.KSK, key.created, key.tag)
+
+
+def _zone_key_file(role: ZoneKeyRole, tag: int) -> str:
+    return f"{role}-{tag:05d}{PRIVATE_KEY_SUFFIX}"
+
+
 @dataclass(frozen=True, slots=True)
 class KeyStore:
     """A key store rooted at ``root``; ``passphrase`` encrypts new keys and decrypts old ones."""
@@ -153,14 +254,7 @@ class KeyStore:
             )
         private_key = Ed25519PrivateKey.generate()
         secret = os.urandom(SECRET_OCTETS)
-        encryption: serialization.KeySerializationEncryption = (
-            serialization.BestAvailableEncryption(self.passphrase)
-            if self.passphrase
-            else serialization.NoEncryption()
-        )
-        pem = private_key.private_bytes(
-            serialization.Encoding.PEM, serialization.PrivateFormat.PKCS8, encryption
-        )
+        pem = _private_pem(private_key, self.passphrase)
         self.ensure_gitignore()
         atomic_write_bytes(
             secret_path, (b64url(secret) + "\n").encode(), mode=PRIVATE_MODE, error=KeyStoreError
@@ -177,24 +271,7 @@ class KeyStore:
             KeyStoreError: missing, unsafe permissions, wrong passphrase, or corrupt.
         """
         key_path, secret_path = self.paths(zone, handle, epoch)
-        pem = _read_private(key_path)
-        encrypted = b"ENCRYPTED PRIVATE KEY" in pem
-        if encrypted and not self.passphrase:
-            raise KeyStoreError(
-                f"key is encrypted; set {PASSPHRASE_ENV} or {PASSPHRASE_FILE_ENV}",
-                where=str(key_path),
-            )
-        try:
-            private_key = serialization.load_pem_private_key(
-                pem, password=self.passphrase if encrypted else None
-            )
-        except (ValueError, TypeError) as exc:
-            what = (
-                "wrong passphrase or corrupt key" if encrypted else "not a PKCS#8 PEM private key"
-            )
-            raise KeyStoreError(what, where=str(key_path)) from exc
-        if not isinstance(private_key, Ed25519PrivateKey):
-            raise KeyStoreError("not an Ed25519 key", where=str(key_path))
+        private_key = _load_private_pem(key_path, self.passphrase)
         if not secret_path.exists():
             raise KeyStoreError(
                 "revocation secret is missing (it must sit beside the key while signing)",
@@ -227,3 +304,105 @@ class KeyStore:
                 where=handle.ref,
             )
         return self.generate(zone, handle, 1)
+
+    # --- DNSSEC zone keys --------------------------------------------------------
+
+    def zone_keys_dir(self, zone: str) -> Path:
+        """Directory holding a zone's DNSSEC keys and their index."""
+        return self.root / zone / ZONE_KEYS_DIR
+
+    def _read_zone_index(self, zone: str) -> list[dict[str, Any]]:
+        path = self.zone_keys_dir(zone) / ZONE_KEYS_INDEX
+        try:
+            doc = json.loads(path.read_text(encoding="utf-8"))
+        except FileNotFoundError:
+            return []
+        except (OSError, ValueError) as exc:
+            raise KeyStoreError(f"not a zone key index ({exc})", where=str(path)) from exc
+        entries = doc.get("keys") if isinstance(doc, dict) else None
+        if doc.get("format") != ZONE_KEYS_FORMAT or not isinstance(entries, list):
+            raise KeyStoreError(f"not a {ZONE_KEYS_FORMAT} document", where=str(path))
+        return [entry for entry in entries if isinstance(entry, dict)]
+
+    def zone_keys(self, zone: str) -> tuple[ZoneKey, ...]:
+        """The zone's active DNSSEC keys, KSKs first, each ordered by creation then tag.
+
+        Raises:
+            KeyStoreError: the index or a key file is missing, unsafe, or corrupt.
+        """
+        directory = self.zone_keys_dir(zone)
+        loaded: list[ZoneKey] = []
+        for entry in self._read_zone_index(zone):
+            if entry.get("state") != "active":
+                continue
+            try:
+                role = ZoneKeyRole(str(entry["role"]))
+                created = int(entry["created"])
+                tag = int(entry["tag"])
+            except (KeyError, ValueError, TypeError) as exc:
+                raise KeyStoreError(
+                    f"bad key entry {entry!r}", where=str(directory / ZONE_KEYS_INDEX)
+                ) from exc
+            path = directory / _zone_key_file(role, tag)
+            key = ZoneKey(zone, role, created, _load_private_pem(path, self.passphrase))
+            if key.tag != tag:
+                raise KeyStoreError(
+                    f"key file holds key tag {key.tag}, index says {tag}", where=str(path)
+                )
+            loaded.append(key)
+        return tuple(sorted(loaded, key=_zone_key_order))
+
+    def generate_zone_keys(self, zone: str, *, now: int) -> tuple[ZoneKey, ...]:
+        """Create a KSK and a ZSK for a zone that has no DNSSEC keys yet.
+
+        Raises:
+            KeyStoreError: the zone has keys already, or a file cannot be written.
+        """
+        directory = self.zone_keys_dir(zone)
+        if self._read_zone_index(zone):
+            raise KeyStoreError(
+                "zone has DNSSEC keys already; keys are never overwritten", where=str(directory)
+            )
+        created: list[ZoneKey] = []
+        tags: set[int] = set()
+        for role in (ZoneKeyRole.KSK, ZoneKeyRole.ZSK):
+            while True:  # distinct key tags keep validators' key lookup unambiguous
+                key = ZoneKey(zone, role, now, Ed25519PrivateKey.generate())
+                if key.tag not in tags:
+                    break
+            tags.add(key.tag)
+            created.append(key)
+        self.ensure_gitignore()
+        for key in created:
+            atomic_write_bytes(
+                directory / _zone_key_file(key.role, key.tag),
+                _private_pem(key.private_key, self.passphrase),
+                mode=PRIVATE_MODE,
+                error=KeyStoreError,
+            )
+        index = {"format": ZONE_KEYS_FORMAT, "keys": [key.index_entry() for key in created]}
+        atomic_write_bytes(
+            directory / ZONE_KEYS_INDEX,
+            (json.dumps(index, indent=2, sort_keys=True) + "\n").encode(),
+            error=KeyStoreError,
+        )
+        return tuple(created)
+
+    def current_zone_keys(self, zone: str, *, create: bool, now: int) -> tuple[ZoneKey, ...]:
+        """The zone's active KSK(s) and ZSK(s), creating a pair when allowed.
+
+        Raises:
+            KeyStoreError: no complete key set and ``create`` is False, or loading failed.
+        """
+        found = self.zone_keys(zone)
+        roles = {key.role for key in found}
+        if roles == {ZoneKeyRole.KSK, ZoneKeyRole.ZSK}:
+            return found
+        if not found and create:
+            return self.generate_zone_keys(zone, now=now)
+        missing = "no DNSSEC keys" if not found else "an incomplete DNSSEC key set (need KSK+ZSK)"
+        raise KeyStoreError(
+            f"zone {zone} has {missing} in {self.zone_keys_dir(zone)}; run "
+            f"'alter-publish dnssec keygen {zone}' or sign with --create-keys",
+            where=zone,
+        )

@@ -26,6 +26,11 @@ DEFAULT_SOA_RETRY_SECONDS = 3600
 DEFAULT_SOA_EXPIRE_SECONDS = 1209600
 DEFAULT_SOA_MINIMUM_SECONDS = 300
 NEVER = "never"
+DEFAULT_SIGNATURE_VALIDITY_SECONDS = 14 * 86400
+DEFAULT_SIGNATURE_REFRESH_SECONDS = 5 * 86400
+SIGNATURE_VALIDITY_MIN_SECONDS = 2 * 3600
+NSEC3_ITERATIONS_MAX = 150  # RFC 9276 3.2: validators may treat more as insecure (unbound does)
+NSEC3_SALT_MAX_OCTETS = 255
 
 _UNIT_SECONDS = {"s": 1, "m": 60, "h": 3600, "d": 86400, "w": 604800}
 _DURATION = re.compile(r"(?:\d+[smhdw])+")
@@ -33,7 +38,11 @@ _DURATION_PART = re.compile(r"(\d+)([smhdw])")
 _HOSTNAME = re.compile(r"(?:[a-z0-9_-]{1,63}\.)+")
 _URI = re.compile(r"[A-Za-z][A-Za-z0-9+.-]*:[\x21-\x3a\x3c-\x7e]+")
 
-ZONE_FIELDS = frozenset({"zone", "ttl", "soa", "ns", "hosts", "envelopes", "handles"})
+ZONE_FIELDS = frozenset({"zone", "ttl", "soa", "ns", "hosts", "envelopes", "dnssec", "handles"})
+DNSSEC_FIELDS = frozenset({"enabled", "denial", "nsec3", "signature_validity", "refresh"})
+NSEC3_FIELDS = frozenset({"iterations", "salt"})
+DENIAL_METHODS = ("nsec", "nsec3")
+_HEX = re.compile(r"(?:[0-9a-f]{2})*")
 SOA_FIELDS = frozenset({"mname", "rname", "refresh", "retry", "expire", "minimum"})
 ENVELOPE_FIELDS = frozenset({"lifetime", "renew_before"})
 HANDLE_FIELDS = frozenset({"handle", "resolver", "lifetime", "ttl", "tags"})
@@ -103,6 +112,54 @@ class SOASpec:
 
 
 @dataclass(frozen=True, slots=True)
+class DNSSECSpec:
+    """How the zone is DNSSEC-signed (Ed25519, algorithm 15).
+
+    Attributes:
+        enabled: False publishes the zone unsigned (every run warns).
+        denial: ``nsec`` or ``nsec3`` (RFC 5155, no opt-out).
+        nsec3_iterations: extra hash iterations; RFC 9276 says 0.
+        nsec3_salt: hex salt, ``""`` for none; RFC 9276 says none.
+        signature_validity: seconds from signing to RRSIG expiration.
+        refresh: RRSIGs are re-made when their expiration is this close.
+    """
+
+    enabled: bool = True
+    denial: str = "nsec"
+    nsec3_iterations: int = 0
+    nsec3_salt: str = ""
+    signature_validity: int = DEFAULT_SIGNATURE_VALIDITY_SECONDS
+    refresh: int = DEFAULT_SIGNATURE_REFRESH_SECONDS
+
+    def warnings(self) -> tuple[str, ...]:
+        """Settings that weaken the zone, said on every run."""
+        if not self.enabled:
+            return (
+                "DNSSEC is OFF: records are published unsigned and every resolver sees "
+                "them as 'insecure' (set dnssec.enabled: true)",
+            )
+        found: list[str] = []
+        if self.denial == "nsec3" and self.nsec3_iterations:
+            found.append(
+                f"NSEC3 iterations {self.nsec3_iterations}: RFC 9276 asks for 0 "
+                "(extra iterations cost resolvers, not attackers)"
+            )
+        if self.denial == "nsec3" and self.nsec3_salt:
+            found.append("NSEC3 salt set: RFC 9276 asks for no salt ('-')")
+        return tuple(found)
+
+    def to_mapping(self) -> dict[str, Any]:
+        """YAML-ready form (the inverse of reading the ``dnssec`` section)."""
+        return {
+            "enabled": self.enabled,
+            "denial": self.denial,
+            "nsec3": {"iterations": self.nsec3_iterations, "salt": self.nsec3_salt or "-"},
+            "signature_validity": self.signature_validity,
+            "refresh": self.refresh,
+        }
+
+
+@dataclass(frozen=True, slots=True)
 class HandleSpec:
     """One handle the zone publishes.
 
@@ -143,6 +200,7 @@ class ZoneSpec:
     lifetime: int | None
     renew_before: int
     handles: tuple[HandleSpec, ...]
+    dnssec: DNSSECSpec = DNSSECSpec()
 
     @property
     def name(self) -> str:
@@ -189,8 +247,13 @@ class ZoneSpec:
                 "lifetime": NEVER if self.lifetime is None else self.lifetime,
                 "renew_before": self.renew_before,
             },
+            "dnssec": self.dnssec.to_mapping(),
             "handles": handles,
         }
+
+    def warnings(self) -> tuple[str, ...]:
+        """What every run should say about this zone's weakened settings."""
+        return tuple(f"{self.path}: {warning}" for warning in self.dnssec.warnings())
 
     @classmethod
     def from_node(cls, node: Node, path: Path) -> ZoneSpec:
@@ -200,6 +263,25 @@ class ZoneSpec:
             DefinitionError: one or more problems, each ``file:line:col: what`` in ``reasons``.
         """
         return _ZoneReader(node, path).read()
+
+
+def _nsec3_iterations(value: Any) -> int:
+    if isinstance(value, bool) or not isinstance(value, int) or value < 0:
+        raise ValueError("must be a whole number, 0 per RFC 9276")
+    if value > NSEC3_ITERATIONS_MAX:
+        raise ValueError(
+            f"over {NSEC3_ITERATIONS_MAX}: validators treat such zones as insecure (RFC 9276)"
+        )
+    return value
+
+
+def _nsec3_salt(value: Any) -> str:
+    text = "" if value is None else str(value).strip().lower()
+    if text in ("", "-"):
+        return ""
+    if not _HEX.fullmatch(text) or len(text) // 2 > NSEC3_SALT_MAX_OCTETS:
+        raise ValueError(f"must be hex (up to {NSEC3_SALT_MAX_OCTETS} octets) or '-' for none")
+    return text
 
 
 def _keys_of(node: Node) -> frozenset[str]:
@@ -381,6 +463,62 @@ class _ZoneReader:
             where=str(handle_node.mark),
         )
 
+    def dnssec(self, node: Node | None) -> DNSSECSpec:
+        if node is None:
+            return DNSSECSpec()
+        if isinstance(node.value, bool):
+            return DNSSECSpec(enabled=node.value)
+        fields = self.mapping(node, DNSSEC_FIELDS, "dnssec")
+        enabled = True
+        if (enabled_node := fields.get("enabled")) is not None:
+            if isinstance(enabled_node.value, bool):
+                enabled = enabled_node.value
+            else:
+                self.problems.add(enabled_node.mark, "dnssec enabled must be true or false")
+        denial = "nsec"
+        if (denial_node := fields.get("denial")) is not None:
+            text = str(denial_node.value).strip().lower()
+            if text in DENIAL_METHODS:
+                denial = text
+            else:
+                self.problems.add(
+                    denial_node.mark,
+                    f"bad dnssec denial {denial_node.value!r}: use {' or '.join(DENIAL_METHODS)}",
+                )
+        iterations, salt = 0, ""
+        if "nsec3" in fields:
+            nsec3 = self.mapping(fields["nsec3"], NSEC3_FIELDS, "dnssec nsec3")
+            iterations = self.checked(
+                nsec3.get("iterations"), _nsec3_iterations, "nsec3 iterations", 0
+            )
+            salt = self.checked(nsec3.get("salt"), _nsec3_salt, "nsec3 salt", "")
+        validity = self.ttl(
+            fields.get("signature_validity"),
+            "signature_validity",
+            DEFAULT_SIGNATURE_VALIDITY_SECONDS,
+        )
+        refresh = self.ttl(fields.get("refresh"), "refresh", DEFAULT_SIGNATURE_REFRESH_SECONDS)
+        if validity < SIGNATURE_VALIDITY_MIN_SECONDS:
+            self.problems.add(
+                (fields.get("signature_validity") or node).mark,
+                f"signature_validity must be at least "
+                f"{format_duration(SIGNATURE_VALIDITY_MIN_SECONDS)}",
+            )
+        elif not 0 < refresh < validity:
+            self.problems.add(
+                (fields.get("refresh") or node).mark,
+                f"refresh must be above 0 and below signature_validity "
+                f"({format_duration(validity)})",
+            )
+        return DNSSECSpec(
+            enabled=enabled,
+            denial=denial,
+            nsec3_iterations=iterations,
+            nsec3_salt=salt,
+            signature_validity=validity,
+            refresh=refresh,
+        )
+
     def read(self) -> ZoneSpec:
         if not self.node.is_mapping:
             self.problems.add(self.node.mark, "a zone definition must be a mapping of fields")
@@ -451,6 +589,8 @@ class _ZoneReader:
             env_fields.get("renew_before"), "renew_before", DEFAULT_RENEW_BEFORE_SECONDS
         )
 
+        dnssec = self.dnssec(top.get("dnssec"))
+
         handles: list[HandleSpec] = []
         seen: dict[str, str] = {}
         handles_node = top.get("handles")
@@ -482,4 +622,5 @@ class _ZoneReader:
             lifetime=lifetime,
             renew_before=renew_before,
             handles=tuple(handles),
+            dnssec=dnssec,
         )
