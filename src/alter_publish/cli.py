@@ -9,15 +9,18 @@ from __future__ import annotations
 import importlib
 import json
 import os
+import socket
 import sys
 import time
 from pathlib import Path
 from typing import Annotated, Any, NoReturn
 
 import click
+import dns.name
 import typer
 
 from alter_publish import pipeline
+from alter_publish.dnssec import ds_records
 from alter_publish.envelope import Envelope, b64url, verify_record
 from alter_publish.errors import (
     EXIT_INTERNAL,
@@ -25,13 +28,15 @@ from alter_publish.errors import (
     EXIT_USAGE,
     EXIT_VERIFICATION,
     AlterError,
+    KeyStoreError,
     UsageError,
     VerificationError,
 )
 from alter_publish.handles import Handle, normalize_domain, parse_handle, parse_reference
-from alter_publish.keys import KeyStore, passphrase_from_env
+from alter_publish.keys import KeyStore, ZoneKey, passphrase_from_env
 from alter_publish.resolver import resolve as resolve_handle
 from alter_publish.server import ZoneServer
+from alter_publish.validation import read_trust_anchors
 from alter_publish.version import __version__
 
 app = typer.Typer(
@@ -50,6 +55,13 @@ NowOption = Annotated[
 JsonOption = Annotated[bool, typer.Option("--json", help="Print one JSON document on stdout.")]
 OutOption = Annotated[Path, typer.Option("--out", help="Output directory.")]
 KeysOption = Annotated[Path, typer.Option("--keys", help="Key store directory.")]
+TrustAnchorOption = Annotated[
+    Path | None,
+    typer.Option(
+        "--trust-anchor",
+        help="File of DS or DNSKEY records to validate DNSSEC to (e.g. build/<zone>.ds).",
+    ),
+]
 ZonesArgument = Annotated[
     list[Path] | None,
     typer.Argument(help="Zone definitions (default: zones/*.yaml).", show_default=False),
@@ -96,7 +108,11 @@ def sign(
     out: OutOption = Path("build"),
     now: NowOption = None,
     create_keys: Annotated[
-        bool, typer.Option("--create-keys", help="Create epoch-1 keys for handles that have none.")
+        bool,
+        typer.Option(
+            "--create-keys",
+            help="Create epoch-1 keys for handles that have none, and DNSSEC keys for zones.",
+        ),
     ] = False,
     no_verify: Annotated[
         bool, typer.Option("--no-verify", help="Skip the loopback proof (outputs are unproven).")
@@ -107,11 +123,12 @@ def sign(
     keys: KeysOption = Path("keys"),
     as_json: JsonOption = False,
 ) -> None:
-    """Sign every handle, render the zone, prove it on loopback, then write the outputs."""
+    """Sign every handle, DNSSEC-sign the zone, prove it on loopback, then write the outputs."""
     if no_verify:
         _warn("--no-verify: outputs are written WITHOUT the loopback proof")
+    zone_files = pipeline.find_zone_files(zones or [])
     report = pipeline.sign(
-        pipeline.find_zone_files(zones or []),
+        zone_files,
         out=out,
         keys=_keystore(keys),
         now=_now(now),
@@ -119,6 +136,8 @@ def sign(
         templates=templates,
         verify=not no_verify,
     )
+    for warning in report.warnings:
+        _warn(f"WARNING: {warning}")
     if as_json:
         _emit_json(report.to_mapping())
     for zone in report.zones:
@@ -129,9 +148,11 @@ def sign(
         proven = "proof skipped"
         if zone.proof is not None:
             proof = zone.proof
-            passed = len(proof.results) - len(proof.failures)
-            status = proof.results[0].dnssec if proof.results else "-"
-            proven = f"{passed}/{len(proof.results)} proven on {proof.server} ({status})"
+            passed = len(proof.results) - sum(1 for r in proof.results if not r.ok)
+            statuses = sorted({result.dnssec for result in proof.results}) or ["-"]
+            proven = (
+                f"{passed}/{len(proof.results)} proven on {proof.server} ({'/'.join(statuses)})"
+            )
         timings = " ".join(f"{stage}={seconds:.2f}s" for stage, seconds in zone.timings)
         typer.echo(
             f"{zone.zone}: {zone.handles} handles, {zone.signed} signed, {zone.reused} unchanged; "
@@ -140,6 +161,8 @@ def sign(
         if report.committed:
             changed = f"wrote {', '.join(zone.written)}" if zone.written else "nothing changed"
             typer.echo(f"{zone.zone}: {changed}")
+            for line in zone.ds:
+                typer.echo(f"{zone.zone}: DS for the parent zone: {line}")
     if not report.committed:
         failed = sum(len(z.proof.failures) for z in report.zones if z.proof)
         _fail(EXIT_VERIFICATION, f"proof failed for {failed} handle(s); no output was written")
@@ -150,18 +173,26 @@ def verify(
     zones: ZonesArgument = None,
     out: OutOption = Path("build"),
     now: NowOption = None,
+    trust_anchor: TrustAnchorOption = None,
     as_json: JsonOption = False,
 ) -> None:
     """Prove already-rendered output: serve it on loopback and verify every handle."""
-    report = pipeline.verify(pipeline.find_zone_files(zones or []), out=out, now=_now(now))
+    report = pipeline.verify(
+        pipeline.find_zone_files(zones or []),
+        out=out,
+        now=_now(now),
+        trust_anchors=trust_anchor,
+    )
     if as_json:
         _emit_json(report.to_mapping())
     for proof in report.proofs:
         _print_proof_failures(proof)
         if not as_json:
-            passed = len(proof.results) - len(proof.failures)
+            passed = len(proof.results) - sum(1 for r in proof.results if not r.ok)
+            statuses = sorted({result.dnssec for result in proof.results}) or ["-"]
             typer.echo(
                 f"{proof.zone}: {passed}/{len(proof.results)} handles verified on {proof.server}"
+                f" ({'/'.join(statuses)})"
             )
     if not report.ok:
         failed = sum(len(p.failures) for p in report.proofs)
@@ -173,7 +204,11 @@ def _parse_hostport(text: str) -> tuple[str, int]:
     host = host.strip("[]")
     if not colon or not host or not port.isdigit() or not 0 < int(port) < 65536:
         raise UsageError(f"--server {text!r} is not HOST:PORT")
-    return host, int(port)
+    try:  # dnspython queries need an address: look a host name up here, at the edge
+        address = socket.getaddrinfo(host, int(port), proto=socket.IPPROTO_UDP)[0][4][0]
+    except (OSError, UnicodeError) as exc:
+        raise UsageError(f"--server {text!r}: cannot find host {host!r} ({exc})") from exc
+    return str(address), int(port)
 
 
 @app.command()
@@ -184,6 +219,7 @@ def resolve(
         str | None, typer.Option("--substrate", help="Substrate zone for non-domain handles.")
     ] = None,
     now: NowOption = None,
+    trust_anchor: TrustAnchorOption = None,
     allow_insecure: Annotated[
         bool,
         typer.Option("--allow-insecure", help="Accept answers that are not DNSSEC-validated."),
@@ -195,11 +231,13 @@ def resolve(
     target = parse_reference(reference)
     if allow_insecure:
         _warn("--allow-insecure: accepting answers without DNSSEC validation")
+    anchors = read_trust_anchors(trust_anchor) if trust_anchor else ()
     result = resolve_handle(
         target,
         server=_parse_hostport(server),
         substrate=substrate,
         now=_now(now),
+        anchors=anchors,
         allow_insecure=allow_insecure,
         timeout=timeout,
     )
@@ -359,6 +397,62 @@ def init(
         typer.echo(f"created {path}")
     definition = directory / "zones" / f"{normalize_domain(zone)}.yaml"
     typer.echo(f"next: alter-publish sign {definition} --create-keys")
+
+
+dnssec_app = typer.Typer(
+    name="dnssec",
+    help="DNSSEC zone keys (Ed25519 KSK and ZSK) and the DS for the parent zone.",
+    no_args_is_help=True,
+)
+app.add_typer(dnssec_app)
+
+
+def _print_zone_keys(zone: str, found: tuple[ZoneKey, ...], ttl: int, as_json: bool) -> None:
+    ds = ds_records(dns.name.from_text(zone), found, ttl)
+    if as_json:
+        _emit_json(
+            {
+                "zone": zone,
+                "keys": [key.index_entry() for key in found],
+                "ds": list(ds),
+            }
+        )
+        return
+    for key in found:
+        typer.echo(f"{zone}: {key.role.upper()} {key.tag} (Ed25519, algorithm 15)")
+    for line in ds:
+        typer.echo(f"{zone}: DS for the parent zone: {line}")
+
+
+@dnssec_app.command("keygen")
+def dnssec_keygen(
+    zone: Annotated[str, typer.Argument(help="The zone, e.g. example.com.")],
+    now: NowOption = None,
+    ttl: Annotated[int, typer.Option("--ttl", help="TTL printed on the DS.", min=0)] = 3600,
+    keys: KeysOption = Path("keys"),
+    as_json: JsonOption = False,
+) -> None:
+    """Create a zone's KSK and ZSK (Ed25519) and print the DS to give the registrar."""
+    origin = pipeline.zone_origin(zone)
+    created = pipeline.dnssec_keygen(origin, keys=_keystore(keys), now=_now(now))
+    _print_zone_keys(origin, created, ttl, as_json)
+
+
+@dnssec_app.command("ds")
+def dnssec_ds(
+    zone: Annotated[str, typer.Argument(help="The zone, e.g. example.com.")],
+    ttl: Annotated[int, typer.Option("--ttl", help="TTL printed on the DS.", min=0)] = 3600,
+    keys: KeysOption = Path("keys"),
+    as_json: JsonOption = False,
+) -> None:
+    """Print the zone's active DNSSEC keys and the DS records for the parent zone."""
+    origin = pipeline.zone_origin(zone)
+    found = _keystore(keys).zone_keys(origin)
+    if not found:
+        raise KeyStoreError(
+            f"no DNSSEC keys; run 'alter-publish dnssec keygen {origin}'", where=origin
+        )
+    _print_zone_keys(origin, found, ttl, as_json)
 
 
 def _version_callback(value: bool) -> None:

@@ -2,8 +2,9 @@
 
 ``sign`` runs the whole pipeline for each zone: load the definition, load keys,
 reuse or sign envelopes (appending new ones to the IdentityLog), render the zone
-through the templates, parse it back, prove it on a loopback server, and only
-then write the log, the serial state and the outputs.
+through the templates, parse it back, DNSSEC-sign it, prove it on a loopback
+server (every handle resolved, validated to the zone's DS and verified), and
+only then write the log, the serial state and the outputs.
 """
 
 from __future__ import annotations
@@ -18,6 +19,7 @@ from typing import Any
 
 import dns.zone
 
+from alter_publish.dnssec import SignatureWindow, SignedZone, choose_window, sign_zone
 from alter_publish.envelope import (
     CLOCK_SKEW_SECONDS,
     Envelope,
@@ -30,7 +32,7 @@ from alter_publish.errors import AlterError, KeyStoreError, RenderError, Resolve
 from alter_publish.fileio import atomic_write_bytes
 from alter_publish.handles import Handle, normalize_domain, parse_handle
 from alter_publish.identitylog import IdentityLog, LogEntry, append_entries, log_path_for, read_log
-from alter_publish.keys import HandleKey, KeyStore
+from alter_publish.keys import HandleKey, KeyStore, ZoneKey
 from alter_publish.model import HandleSpec, ZoneSpec, load_zone
 from alter_publish.render import (
     SignedHandle,
@@ -40,8 +42,9 @@ from alter_publish.render import (
     render_zone_text,
     template_context,
 )
-from alter_publish.resolver import resolve
+from alter_publish.resolver import StubResolver, resolve
 from alter_publish.server import ZoneServer
+from alter_publish.validation import TrustAnchor, parse_trust_anchors, read_trust_anchors
 from alter_publish.version import __version__
 
 SERIAL_MAX = 2**32 - 1
@@ -92,16 +95,22 @@ class ProofReport:
     server: str
     results: tuple[HandleProof, ...]
     seconds: float
+    denial: HandleProof | None = None
+
+    @property
+    def checks(self) -> tuple[HandleProof, ...]:
+        """Every verdict: the handles, then the denial probe (if any)."""
+        return self.results + ((self.denial,) if self.denial else ())
 
     @property
     def ok(self) -> bool:
-        """True when every handle passed."""
-        return all(result.ok for result in self.results)
+        """True when every handle (and the denial probe) passed."""
+        return all(result.ok for result in self.checks)
 
     @property
     def failures(self) -> tuple[HandleProof, ...]:
-        """The handles that failed."""
-        return tuple(result for result in self.results if not result.ok)
+        """The checks that failed."""
+        return tuple(result for result in self.checks if not result.ok)
 
     def to_mapping(self) -> dict[str, Any]:
         """JSON-ready form."""
@@ -110,6 +119,7 @@ class ProofReport:
             "server": self.server,
             "ok": self.ok,
             "handles": [result.to_mapping() for result in self.results],
+            "denial": self.denial.to_mapping() if self.denial else None,
             "failed": len(self.failures),
             "seconds": round(self.seconds, 3),
         }
@@ -129,6 +139,9 @@ class ZoneResult:
     written: tuple[str, ...]
     proof: ProofReport | None
     timings: tuple[tuple[str, float], ...]
+    ds_file: Path | None = None
+    ds: tuple[str, ...] = ()
+    dnssec: dict[str, Any] | None = None
 
     def to_mapping(self) -> dict[str, Any]:
         """JSON-ready form."""
@@ -142,6 +155,9 @@ class ZoneResult:
             "reused": self.reused,
             "written": list(self.written),
             "proof": self.proof.to_mapping() if self.proof else None,
+            "ds_file": str(self.ds_file) if self.ds_file else None,
+            "ds": list(self.ds),
+            "dnssec": self.dnssec,
             "timings": {stage: round(seconds, 3) for stage, seconds in self.timings},
         }
 
@@ -152,6 +168,7 @@ class SignReport:
 
     zones: tuple[ZoneResult, ...]
     committed: bool
+    warnings: tuple[str, ...] = ()
 
     @property
     def ok(self) -> bool:
@@ -163,6 +180,7 @@ class SignReport:
         return {
             "ok": self.ok,
             "committed": self.committed,
+            "warnings": list(self.warnings),
             "zones": [z.to_mapping() for z in self.zones],
         }
 
@@ -218,6 +236,11 @@ def output_paths(out: Path, zone: str) -> tuple[Path, Path]:
     return out / f"{zone}.zone", out / f"{zone}.envelopes.json"
 
 
+def ds_path(out: Path, zone: str) -> Path:
+    """``<out>/<zone>.ds``: the DS records to hand to the parent zone (the trust anchor)."""
+    return out / f"{zone}.ds"
+
+
 def find_zone_files(paths: Sequence[Path], zones_dir: Path = Path("zones")) -> tuple[Path, ...]:
     """The zone definitions named, or every ``zones/*.yaml`` when none are.
 
@@ -241,10 +264,13 @@ class SerialState:
 
     serial: int
     digest: str
+    signatures: SignatureWindow | None = None
 
     def to_text(self) -> str:
         """JSON form."""
-        doc = {"format": STATE_FORMAT, "serial": self.serial, "digest": self.digest}
+        doc: dict[str, Any] = {"format": STATE_FORMAT, "serial": self.serial, "digest": self.digest}
+        if self.signatures is not None:
+            doc["signatures"] = self.signatures.to_mapping()
         return json.dumps(doc, indent=2, sort_keys=True) + "\n"
 
     @classmethod
@@ -256,7 +282,13 @@ class SerialState:
         """
         try:
             doc = json.loads(path.read_text(encoding="utf-8"))
-            return cls(serial=int(doc["serial"]), digest=str(doc["digest"]))
+            window = doc.get("signatures")
+            signatures = (
+                None
+                if window is None
+                else SignatureWindow(int(window["inception"]), int(window["expiration"]))
+            )
+            return cls(serial=int(doc["serial"]), digest=str(doc["digest"]), signatures=signatures)
         except FileNotFoundError:
             return None
         except (OSError, ValueError, KeyError, TypeError) as exc:
@@ -344,6 +376,15 @@ class ZonePlan:
     zone_text: str
     envelopes_json: str
     zone: dns.zone.Zone
+    signed_zone: SignedZone | None = None
+    zone_keys: tuple[ZoneKey, ...] = ()
+
+    @property
+    def anchors(self) -> tuple[TrustAnchor, ...]:
+        """The zone's own DS as trust anchor (none for an unsigned zone)."""
+        if self.signed_zone is None:
+            return ()
+        return parse_trust_anchors(self.signed_zone.ds_text, where=f"{self.spec.origin}.ds")
 
 
 def plan_zone(
@@ -363,6 +404,11 @@ def plan_zone(
     """
     with watch.stage("keys"):
         handle_keys = _load_keys(spec, keys, create_keys)
+        zone_keys = (
+            keys.current_zone_keys(spec.origin, create=create_keys, now=now)
+            if spec.dnssec.enabled
+            else ()
+        )
     with watch.stage("envelopes"):
         log = read_log(log_path_for(spec.path))
         latest = latest_envelopes(log, {h.owner: h.handle for h in spec.handles})
@@ -398,8 +444,13 @@ def plan_zone(
     with watch.stage("render"):
         version = __version__
         draft = render_zone_text(templates, template_context(spec, signed, 0, version))
-        digest = content_digest(draft)
         previous_state = SerialState.read(state_path_for(spec.path))
+        window = (
+            choose_window(previous_state.signatures if previous_state else None, now, spec.dnssec)
+            if spec.dnssec.enabled
+            else None
+        )
+        digest = content_digest(draft + _dnssec_fingerprint(spec, zone_keys, window))
         serial = (
             previous_state.next_for(digest, now) if previous_state else min(max(now, 1), SERIAL_MAX)
         )
@@ -407,76 +458,134 @@ def plan_zone(
         zone_file, _ = output_paths(Path(), spec.origin)
         zone = parse_zone_text(zone_text, spec.origin, where=zone_file.name)
         envelopes_json = envelopes_document(spec, signed, serial)
+    signed_zone = None
+    if window is not None:
+        with watch.stage("dnssec"):
+            signed_zone = sign_zone(
+                zone, keys=zone_keys, spec=spec.dnssec, window=window, dnskey_ttl=spec.ttl
+            )
+            zone_text += _dnssec_section(signed_zone) + signed_zone.records_text
     return ZonePlan(
         spec=spec,
         log=log,
         new_entries=tuple(new_entries),
         signed=tuple(signed),
-        state=SerialState(serial=serial, digest=digest),
+        state=SerialState(serial=serial, digest=digest, signatures=window),
         zone_text=zone_text,
         envelopes_json=envelopes_json,
         zone=zone,
+        signed_zone=signed_zone,
+        zone_keys=zone_keys,
     )
 
 
+def _dnssec_fingerprint(
+    spec: ZoneSpec, zone_keys: Sequence[ZoneKey], window: SignatureWindow | None
+) -> str:
+    """What besides the rendered text decides the signed output (for the serial digest)."""
+    if window is None:
+        return ""
+    doc = {
+        "dnssec": spec.dnssec.to_mapping(),
+        "keys": [f"{key.role}-{key.tag}" for key in zone_keys],
+        "window": window.to_mapping(),
+    }
+    return "\n; " + json.dumps(doc, sort_keys=True)
+
+
+def _dnssec_section(signed: SignedZone) -> str:
+    return (
+        f"\n; DNSSEC (alter-publish): Ed25519 keys, {signed.denial.upper()} denial, "
+        f"{signed.signatures} signatures valid "
+        f"{_utc(signed.window.inception)} to {_utc(signed.window.expiration)}\n"
+    )
+
+
+def _utc(seconds: int) -> str:
+    return time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime(seconds))
+
+
+#: A handle no zone publishes: the proof resolves it to check the signed denial.
+ABSENT_PROBE = parse_handle("~absent--alter-publish-probe")
+
+
 def prove_zone(
-    zone: dns.zone.Zone, spec: ZoneSpec, expected: Mapping[str, str], *, now: int
+    zone: dns.zone.Zone,
+    spec: ZoneSpec,
+    expected: Mapping[str, str],
+    *,
+    now: int,
+    anchors: Sequence[TrustAnchor] = (),
 ) -> ProofReport:
     """Serve ``zone`` on 127.0.0.1 (OS-chosen port) and resolve and verify every handle.
 
-    ``expected`` maps handle-refs to the record text that was signed for them.
+    ``expected`` maps handle-refs to the record text that was signed for them. For a
+    DNSSEC zone every answer must validate ``secure`` to ``anchors``, and a handle the
+    zone does not publish must come back as a ``secure`` denial (NSEC/NSEC3).
 
     Raises:
         ServeError: the loopback server could not start.
     """
     start = time.perf_counter()
+    secure = spec.dnssec.enabled
     results: list[HandleProof] = []
+    denial = None
     with ZoneServer([zone]) as server:
         host, port = server.address
+        stub = StubResolver(server.address, anchors, now, PROOF_TIMEOUT_SECONDS)
         for handle_spec in spec.handles:
-            ref, owner = handle_spec.handle.ref, handle_spec.owner
-            try:
-                resolution = resolve(
-                    handle_spec.handle,
-                    server=server.address,
-                    substrate=spec.origin,
-                    now=now,
-                    allow_insecure=True,
-                    timeout=PROOF_TIMEOUT_SECONDS,
-                )
-            except ResolveError as exc:
-                results.append(HandleProof(ref, owner, "network", exc.what, "unknown"))
-                continue
-            status = str(resolution.dnssec)
-            if not resolution.ok or resolution.envelope is None:
-                category = resolution.category or "not-found"
-                results.append(HandleProof(ref, owner, category, resolution.detail, status))
-                continue
-            want = expected.get(ref)
-            if want is None:
-                results.append(
-                    HandleProof(ref, owner, "not-signed", "no signed envelope on record", status)
-                )
-            elif resolution.envelope.to_text() != want:
-                results.append(
-                    HandleProof(
-                        ref,
-                        owner,
-                        "mismatch",
-                        "served envelope differs from the one signed",
-                        status,
-                    )
-                )
-            else:
-                results.append(
-                    HandleProof(ref, owner, None, resolution.detail, status, resolution.envelope)
-                )
+            results.append(
+                _prove_handle(stub, handle_spec, spec, expected.get(handle_spec.handle.ref), now)
+            )
+        if secure and spec.find(ABSENT_PROBE.ref) is None:
+            denial = _prove_denial(stub, spec, now)
     return ProofReport(
         zone=spec.origin,
         server=f"{host}:{port}",
         results=tuple(results),
         seconds=time.perf_counter() - start,
+        denial=denial,
     )
+
+
+def _prove_handle(
+    stub: StubResolver, handle_spec: HandleSpec, spec: ZoneSpec, want: str | None, now: int
+) -> HandleProof:
+    ref, owner = handle_spec.handle.ref, handle_spec.owner
+    try:
+        resolution = resolve(
+            handle_spec.handle,
+            server=stub,
+            substrate=spec.origin,
+            now=now,
+            allow_insecure=not spec.dnssec.enabled,
+        )
+    except ResolveError as exc:
+        return HandleProof(ref, owner, "network", exc.what, "unknown")
+    status = str(resolution.dnssec)
+    if not resolution.ok or resolution.envelope is None:
+        category = resolution.category or "not-found"
+        return HandleProof(ref, owner, category, resolution.detail, status)
+    if want is None:
+        return HandleProof(ref, owner, "not-signed", "no signed envelope on record", status)
+    if resolution.envelope.to_text() != want:
+        detail = "served envelope differs from the one signed"
+        return HandleProof(ref, owner, "mismatch", detail, status)
+    return HandleProof(ref, owner, None, resolution.detail, status, resolution.envelope)
+
+
+def _prove_denial(stub: StubResolver, spec: ZoneSpec, now: int) -> HandleProof:
+    """An unpublished handle must resolve to a validated denial, never to a record."""
+    ref, owner = ABSENT_PROBE.ref, ABSENT_PROBE.owner(spec.origin)
+    try:
+        resolution = resolve(ABSENT_PROBE, server=stub, substrate=spec.origin, now=now)
+    except ResolveError as exc:
+        return HandleProof(ref, owner, "network", exc.what, "unknown")
+    status = str(resolution.dnssec)
+    if resolution.category == "not-found" and status == "secure":
+        return HandleProof(ref, owner, None, "denial of existence validated", status)
+    detail = f"expected a secure denial, got {resolution.category or 'a record'}"
+    return HandleProof(ref, owner, resolution.category or "mismatch", detail, status)
 
 
 def sign(
@@ -515,16 +624,18 @@ def sign(
         if verify:
             with watch.stage("proof"):
                 expected = {item.spec.handle.ref: item.envelope.to_text() for item in plan.signed}
-                proof = prove_zone(plan.zone, spec, expected, now=now)
+                proof = prove_zone(plan.zone, spec, expected, now=now, anchors=plan.anchors)
         plans.append((plan, proof, watch))
     committed = all(proof is None or proof.ok for _, proof, _ in plans)
     results: list[ZoneResult] = []
     for plan, proof, watch in plans:
         zone_file, envelopes_file = output_paths(out, plan.spec.origin)
+        ds_file = ds_path(out, plan.spec.origin)
         written: list[str] = []
         if committed:
             with watch.stage("write"):
-                written = _commit(plan, zone_file, envelopes_file)
+                written = _commit(plan, zone_file, envelopes_file, ds_file)
+        signed_zone = plan.signed_zone
         results.append(
             ZoneResult(
                 zone=plan.spec.origin,
@@ -537,12 +648,31 @@ def sign(
                 written=tuple(written),
                 proof=proof,
                 timings=tuple(watch.stages),
+                ds_file=ds_file if signed_zone else None,
+                ds=tuple(signed_zone.ds_text.splitlines()) if signed_zone else (),
+                dnssec=_dnssec_summary(plan),
             )
         )
-    return SignReport(zones=tuple(results), committed=committed)
+    warnings = tuple(warning for spec in specs for warning in spec.warnings())
+    return SignReport(zones=tuple(results), committed=committed, warnings=warnings)
 
 
-def _commit(plan: ZonePlan, zone_file: Path, envelopes_file: Path) -> list[str]:
+def _dnssec_summary(plan: ZonePlan) -> dict[str, Any] | None:
+    signed = plan.signed_zone
+    if signed is None:
+        return None
+    return {
+        "denial": signed.denial,
+        "signatures": signed.signatures,
+        "inception": signed.window.inception,
+        "expiration": signed.window.expiration,
+        "keys": [
+            {"role": str(key.role), "tag": key.tag, "algorithm": 15} for key in plan.zone_keys
+        ],
+    }
+
+
+def _commit(plan: ZonePlan, zone_file: Path, envelopes_file: Path, ds_file: Path) -> list[str]:
     """Log first, then serial state, then outputs: a crash never leaves outputs the log lacks."""
     written: list[str] = []
     if plan.new_entries:
@@ -555,6 +685,18 @@ def _commit(plan: ZonePlan, zone_file: Path, envelopes_file: Path) -> list[str]:
         written.append(str(zone_file))
     if atomic_write_bytes(envelopes_file, plan.envelopes_json.encode("utf-8")):
         written.append(str(envelopes_file))
+    if plan.signed_zone is not None:
+        if atomic_write_bytes(ds_file, plan.signed_zone.ds_text.encode("ascii")):
+            written.append(str(ds_file))
+    elif ds_file.exists():
+        # A DS left at the registrar for an unsigned zone makes it bogus: do not offer one.
+        try:
+            ds_file.unlink()
+        except OSError as exc:
+            raise RenderError(
+                f"cannot remove stale DS file: {exc.strerror}", where=str(ds_file)
+            ) from exc
+        written.append(f"{ds_file} (removed: the zone is unsigned)")
     return written
 
 
@@ -593,21 +735,48 @@ def read_zone_file(path: Path, origin: str) -> dns.zone.Zone:
     return parse_zone_text(text, origin, where=str(path))
 
 
-def verify(zone_files: Sequence[Path], *, out: Path, now: int) -> VerifyReport:
+def verify(
+    zone_files: Sequence[Path], *, out: Path, now: int, trust_anchors: Path | None = None
+) -> VerifyReport:
     """Prove already-rendered output: serve ``<out>/<zone>.zone`` and verify every handle.
+
+    DNSSEC zones are validated to ``trust_anchors`` (DS or DNSKEY records), by default
+    the ``<out>/<zone>.ds`` that ``sign`` wrote.
 
     Raises:
         DefinitionError: a zone definition is wrong.
         RenderError: an output file is missing or broken.
+        UsageError: a trust anchor file is missing or not DS/DNSKEY records.
         ServeError: the loopback server could not start.
     """
     proofs: list[ProofReport] = []
+    given = read_trust_anchors(trust_anchors) if trust_anchors else None
     for path in zone_files:
         spec = load_zone(path)
         zone_file, envelopes_file = output_paths(out, spec.origin)
         zone = read_zone_file(zone_file, spec.origin)
-        proofs.append(prove_zone(zone, spec, read_expected(envelopes_file), now=now))
+        anchors: tuple[TrustAnchor, ...] = ()
+        if given is not None:
+            anchors = given
+        elif spec.dnssec.enabled:
+            anchors = read_trust_anchors(ds_path(out, spec.origin))
+        proofs.append(
+            prove_zone(zone, spec, read_expected(envelopes_file), now=now, anchors=anchors)
+        )
     return VerifyReport(proofs=tuple(proofs))
+
+
+def dnssec_keygen(zone: str, *, keys: KeyStore, now: int) -> tuple[ZoneKey, ...]:
+    """Create a zone's KSK and ZSK (Ed25519).
+
+    Returns:
+        The new keys; their DS comes from :func:`alter_publish.dnssec.ds_records`.
+
+    Raises:
+        UsageError: ``zone`` is not a domain name.
+        KeyStoreError: the zone has DNSSEC keys already, or writing failed.
+    """
+    return keys.generate_zone_keys(zone_origin(zone), now=now)
 
 
 # --- keys ----------------------------------------------------------------------
@@ -659,12 +828,34 @@ envelopes:
   lifetime: 30d               # x= = signing time + lifetime ('never': no expiry)
   renew_before: 7d            # re-sign when an envelope is this close to expiry
 
+dnssec:                       # Ed25519 (algorithm 15); hand <out>/{zone}.ds to your registrar
+  enabled: true
+  denial: nsec                # nsec, or nsec3 (RFC 9276: iterations 0, no salt)
+  signature_validity: 14d     # RRSIG expiration = signing time + this
+  refresh: 5d                 # re-sign when signatures are this close to expiring
+
 handles:
   - handle: ~{zone}           # the domain's own handle: _alter.{zone}.
   - handle: ~alice            # a person: _alter.alice.{zone}.
     resolver: https://{zone}/alter/alice
   - ~deploy.bot               # a bot: _alter.deploy.bot.{zone}.
 """
+
+
+def zone_origin(zone: str) -> str:
+    """``zone`` as a normalized domain name like ``example.com``.
+
+    Raises:
+        UsageError: not a domain name with at least two labels.
+    """
+    origin = normalize_domain(zone)
+    try:
+        parse_handle("~" + origin)
+    except AlterError as exc:
+        raise UsageError(f"zone {zone!r} is not a domain name: {exc.what}") from exc
+    if "." not in origin:
+        raise UsageError(f"zone {zone!r} is not a domain name like example.com")
+    return origin
 
 
 def init_workspace(directory: Path, zone: str, keys_dir: Path | None = None) -> tuple[Path, ...]:
@@ -679,13 +870,7 @@ def init_workspace(directory: Path, zone: str, keys_dir: Path | None = None) -> 
         UsageError: the zone name is not a domain, or its definition exists already.
         RenderError: a file cannot be written.
     """
-    origin = normalize_domain(zone)
-    try:
-        parse_handle("~" + origin)
-    except AlterError as exc:
-        raise UsageError(f"zone {zone!r} is not a domain name: {exc.what}") from exc
-    if "." not in origin:
-        raise UsageError(f"zone {zone!r} is not a domain name like example.com")
+    origin = zone_origin(zone)
     created: list[Path] = []
     definition = directory / "zones" / f"{origin}.yaml"
     if definition.exists():

@@ -1,12 +1,18 @@
-"""Resolve a handle (spec section 7): query TXT with DO -> DNSSEC status -> alter1 records
--> revocations -> verify each envelope -> select the highest valid epoch."""
+"""Resolve a handle (spec section 7): query TXT with DO -> DNSSEC validation to a trust
+anchor -> alter1 records -> revocations -> verify each envelope -> select the highest
+valid epoch.
+
+A :class:`StubResolver` asks one server directly (the loopback proof's server, or
+``--server``) and validates what it gets with :mod:`alter_publish.validation`: the
+zone's DNSKEY rrset against the trust anchor (fetched once per zone and cached),
+then the TXT answer or its NSEC/NSEC3 denial against those keys.
+"""
 
 from __future__ import annotations
 
 import re
 from collections.abc import Sequence
-from dataclasses import dataclass
-from enum import StrEnum
+from dataclasses import dataclass, field
 
 import dns.exception
 import dns.flags
@@ -15,6 +21,7 @@ import dns.name
 import dns.query
 import dns.rcode
 import dns.rdatatype
+import dns.rrset
 
 from alter_publish.envelope import (
     Envelope,
@@ -24,19 +31,30 @@ from alter_publish.envelope import (
 )
 from alter_publish.errors import ResolveError, VerificationError
 from alter_publish.handles import AlterURI, Handle
+from alter_publish.validation import (
+    DNSSECStatus,
+    TrustAnchor,
+    Validation,
+    anchor_for,
+    validate_dnskeys,
+    validate_response,
+)
+
+__all__ = [
+    "Answer",
+    "Candidate",
+    "DNSSECStatus",
+    "Resolution",
+    "StubResolver",
+    "query_txt",
+    "resolve",
+    "select_envelope",
+]
 
 EDNS_PAYLOAD_OCTETS = 1232
 DEFAULT_TIMEOUT_SECONDS = 3.0
 _LENIENT_H = re.compile(r"(?:^|;)\s*h\s*=\s*([^;\s]+)")
 _LENIENT_E = re.compile(r"(?:^|;)\s*e\s*=\s*([0-9]{1,10})\s*(?:;|$)")
-
-
-class DNSSECStatus(StrEnum):
-    """DNSSEC status of an answer (spec section 7)."""
-
-    SECURE = "secure"
-    INSECURE = "insecure"
-    BOGUS = "bogus"
 
 
 @dataclass(frozen=True, slots=True)
@@ -48,6 +66,7 @@ class Answer:
     rcode: str
     transport: str
     dnssec: DNSSECStatus
+    reason: str = ""
 
 
 @dataclass(frozen=True, slots=True)
@@ -85,47 +104,122 @@ def _decode(strings: Sequence[bytes]) -> str:
     return b"".join(strings).decode("latin-1")
 
 
+@dataclass
+class StubResolver:
+    """Queries one server with DO set and validates answers to the configured trust anchors.
+
+    Owners under no anchor are ``insecure``. DNSKEY answers are validated once per zone
+    and reused, so a proof over many handles fetches each zone's keys once.
+    """
+
+    server: tuple[str, int]
+    anchors: Sequence[TrustAnchor] = ()
+    now: int = 0
+    timeout: float = DEFAULT_TIMEOUT_SECONDS
+    _keys: dict[dns.name.Name, tuple[Validation, dns.rrset.RRset | None]] = field(
+        default_factory=dict, repr=False
+    )
+
+    def exchange(
+        self, qname: dns.name.Name, rdtype: dns.rdatatype.RdataType, *, where: str
+    ) -> tuple[dns.message.Message, str]:
+        """Send one DO query over UDP, retrying over TCP on truncation.
+
+        Returns:
+            ``(response, transport)``.
+
+        Raises:
+            ResolveError: no answer in time, an unusable reply, or an rcode other than
+                NOERROR/NXDOMAIN.
+        """
+        host, port = self.server
+        query = dns.message.make_query(
+            qname, rdtype, want_dnssec=True, use_edns=0, payload=EDNS_PAYLOAD_OCTETS
+        )
+        transport = "udp"
+        try:
+            response = dns.query.udp(
+                query, host, port=port, timeout=self.timeout, ignore_trailing=False
+            )
+            if response.flags & dns.flags.TC:
+                transport = "tcp"
+                response = dns.query.tcp(query, host, port=port, timeout=self.timeout)
+        except dns.exception.Timeout as exc:
+            raise ResolveError(
+                f"no answer from {host}:{port} within {self.timeout:g} s", where=where
+            ) from exc
+        except (OSError, dns.exception.DNSException) as exc:
+            raise ResolveError(f"query to {host}:{port} failed: {exc}", where=where) from exc
+        rcode = response.rcode()
+        if rcode not in (dns.rcode.NOERROR, dns.rcode.NXDOMAIN):
+            raise ResolveError(f"{host}:{port} answered {dns.rcode.to_text(rcode)}", where=where)
+        return response, transport
+
+    def zone_keys(self, anchor: TrustAnchor) -> tuple[Validation, dns.rrset.RRset | None]:
+        """The anchor zone's DNSKEY rrset, validated against the anchor (cached).
+
+        Raises:
+            ResolveError: the DNSKEY query failed.
+        """
+        cached = self._keys.get(anchor.zone)
+        if cached is None:
+            response, _ = self.exchange(
+                anchor.zone, dns.rdatatype.DNSKEY, where=anchor.zone.to_text()
+            )
+            cached = validate_dnskeys(response, anchor, now=self.now)
+            self._keys[anchor.zone] = cached
+        return cached
+
+    def query_txt(self, owner: str) -> Answer:
+        """The TXT rrset at ``owner`` with its DNSSEC status.
+
+        Raises:
+            ResolveError: the server did not answer usably.
+        """
+        name = dns.name.from_text(owner)
+        response, transport = self.exchange(name, dns.rdatatype.TXT, where=owner)
+        texts: list[str] = []
+        for rrset in response.answer:
+            if rrset.name == name and rrset.rdtype == dns.rdatatype.TXT:
+                texts.extend(_decode(rdata.strings) for rdata in rrset)
+        validation = self.validate(response, name)
+        return Answer(
+            owner=owner,
+            texts=tuple(texts),
+            rcode=dns.rcode.to_text(response.rcode()),
+            transport=transport,
+            dnssec=validation.status,
+            reason=validation.reason,
+        )
+
+    def validate(self, response: dns.message.Message, name: dns.name.Name) -> Validation:
+        """DNSSEC status of a TXT response for ``name``."""
+        anchor = anchor_for(self.anchors, name)
+        if anchor is None:
+            return Validation(DNSSECStatus.INSECURE, "no trust anchor covers this name")
+        keys_validation, dnskeys = self.zone_keys(anchor)
+        if dnskeys is None:
+            return keys_validation
+        return validate_response(
+            response, name, dns.rdatatype.TXT, zone=anchor.zone, dnskeys=dnskeys, now=self.now
+        )
+
+
 def query_txt(
-    server: tuple[str, int], owner: str, *, timeout: float = DEFAULT_TIMEOUT_SECONDS
+    server: tuple[str, int],
+    owner: str,
+    *,
+    anchors: Sequence[TrustAnchor] = (),
+    now: int = 0,
+    timeout: float = DEFAULT_TIMEOUT_SECONDS,
 ) -> Answer:
-    """Query ``owner`` TXT with DNSSEC OK over UDP, retrying over TCP on truncation.
+    """Query ``owner`` TXT with DNSSEC OK and validate it (see :class:`StubResolver`).
 
     Raises:
         ResolveError: no answer in time, an unusable reply, or an rcode other than
             NOERROR/NXDOMAIN.
     """
-    host, port = server
-    query = dns.message.make_query(
-        owner, dns.rdatatype.TXT, want_dnssec=True, use_edns=0, payload=EDNS_PAYLOAD_OCTETS
-    )
-    transport = "udp"
-    try:
-        response = dns.query.udp(query, host, port=port, timeout=timeout, ignore_trailing=False)
-        if response.flags & dns.flags.TC:
-            transport = "tcp"
-            response = dns.query.tcp(query, host, port=port, timeout=timeout)
-    except dns.exception.Timeout as exc:
-        raise ResolveError(
-            f"no answer from {host}:{port} within {timeout:g} s", where=owner
-        ) from exc
-    except (OSError, dns.exception.DNSException) as exc:
-        raise ResolveError(f"query to {host}:{port} failed: {exc}", where=owner) from exc
-    rcode = response.rcode()
-    if rcode not in (dns.rcode.NOERROR, dns.rcode.NXDOMAIN):
-        raise ResolveError(f"{host}:{port} answered {dns.rcode.to_text(rcode)}", where=owner)
-    name = dns.name.from_text(owner)
-    texts: list[str] = []
-    for rrset in response.answer:
-        if rrset.name == name and rrset.rdtype == dns.rdatatype.TXT:
-            texts.extend(_decode(rdata.strings) for rdata in rrset)
-    # Until zones are DNSSEC-signed every answer is insecure; validation plugs in here.
-    return Answer(
-        owner=owner,
-        texts=tuple(texts),
-        rcode=dns.rcode.to_text(rcode),
-        transport=transport,
-        dnssec=DNSSECStatus.INSECURE,
-    )
+    return StubResolver(server, anchors, now, timeout).query_txt(owner)
 
 
 def _lenient_names_handle(text: str, handle: Handle) -> int | None:
@@ -203,14 +297,18 @@ def select_envelope(
 def resolve(
     reference: AlterURI | Handle,
     *,
-    server: tuple[str, int],
+    server: tuple[str, int] | StubResolver,
     substrate: str | None,
     now: int,
+    anchors: Sequence[TrustAnchor] = (),
     allow_insecure: bool = False,
     pinned: tuple[int, bytes] | None = None,
     timeout: float = DEFAULT_TIMEOUT_SECONDS,
 ) -> Resolution:
     """Resolve and verify a handle against ``server`` (spec section 7).
+
+    ``server`` is an address, or a :class:`StubResolver` to reuse (its anchors and
+    ``now`` apply; ``anchors`` and ``timeout`` are then ignored).
 
     Returns:
         The resolution; check ``ok`` and ``category``.
@@ -221,13 +319,16 @@ def resolve(
     """
     handle = reference.handle if isinstance(reference, AlterURI) else reference
     owner = handle.owner(substrate)
-    answer = query_txt(server, owner, timeout=timeout)
+    stub = (
+        server if isinstance(server, StubResolver) else StubResolver(server, anchors, now, timeout)
+    )
+    answer = stub.query_txt(owner)
     if answer.dnssec is DNSSECStatus.BOGUS:
-        return Resolution(handle, owner, answer.dnssec, None, "bogus", "DNSSEC validation failed")
+        detail = f"DNSSEC validation failed: {answer.reason}"
+        return Resolution(handle, owner, answer.dnssec, None, "bogus", detail)
     if answer.dnssec is DNSSECStatus.INSECURE and not allow_insecure:
-        return Resolution(
-            handle, owner, answer.dnssec, None, "insecure", "answer is not DNSSEC-validated"
-        )
+        detail = f"answer is not DNSSEC-validated ({answer.reason})"
+        return Resolution(handle, owner, answer.dnssec, None, "insecure", detail)
     envelope, category, detail, candidates = select_envelope(
         handle, owner, answer.texts, substrate=substrate, now=now, pinned=pinned
     )

@@ -107,5 +107,14 @@ def test_keygen_then_sign_without_create_keys(workspace: Workspace) -> None:
         made = _run(workspace.root, "keygen", handle, "--zone", "example.com")
         assert made.returncode == 0, made.stderr
         assert "PRIVATE" not in made.stdout
+    missing = _run(workspace.root, "sign", "--now", str(NOW))
+    assert missing.returncode == 4, missing.stderr
+    assert "dnssec keygen example.com" in missing.stderr
+    zone_keys = _run(workspace.root, "dnssec", "keygen", "example.com", "--now", str(NOW))
+    assert zone_keys.returncode == 0, zone_keys.stderr
+    assert "PRIVATE" not in zone_keys.stdout
+    (ds_line,) = [line for line in zone_keys.stdout.splitlines() if " IN DS " in line]
     signed = _run(workspace.root, "sign", "--now", str(NOW))
     assert signed.returncode == 0, signed.stderr
+    assert ds_line.split(": ")[-1] in signed.stdout
+    assert "(secure)" in signed.stdout

@@ -1,14 +1,23 @@
-"""Tests for alter_publish.server: the loopback authoritative DNS server."""
+"""Tests for alter_publish.server: the loopback authoritative DNS server.
+
+Most of these exercise the answering logic of alter_publish.zoneindex through
+the names alter_publish.server re-exports; NSEC3 proofs are tested in
+test_zoneindex.py, and seen through ``dig`` here.
+"""
 
 from __future__ import annotations
 
+import base64
 import errno
 import random
+import shutil
 import socket
 import struct
+import subprocess
 import threading
 import time
 from collections.abc import Iterator
+from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 import dns.dnssec
@@ -23,6 +32,7 @@ import dns.rcode
 import dns.rdataclass
 import dns.rdataset
 import dns.rdatatype
+import dns.rdtypes.ANY.DNSKEY
 import dns.rrset
 import dns.zone
 import pytest
@@ -39,6 +49,7 @@ from alter_publish.server import (
     ZoneServer,
     answer,
 )
+from tests.unit.test_zoneindex import Nsec3Params, make_nsec3_zone
 
 if TYPE_CHECKING:
     from _typeshed import ReadableBuffer
@@ -719,6 +730,93 @@ def test_do_bit_adds_denial_proofs(
             dns.rdatatype.NSEC,
         )
         dns.dnssec.validate(nsec, sig, keys, now=1_700_000_000)
+
+
+DIG_OPTIONS = ("+dnssec", "+norec", "+time=2", "+tries=1")
+
+
+def server_options(server: ZoneServer) -> list[str]:
+    """The ``-p PORT @HOST`` options that point dig or delv at the server."""
+    host, port = server.address
+    return ["-p", str(port), f"@{host}"]
+
+
+@pytest.mark.parametrize(
+    ("qname", "status", "nsec3_count"),
+    [
+        pytest.param("_alter.nobody.example.com", "NXDOMAIN", 3, id="nxdomain"),
+        pytest.param("blake.example.com", "NOERROR", 1, id="nodata-empty-non-terminal"),
+    ],
+)
+def test_dig_sees_nsec3_proofs(qname: str, status: str, nsec3_count: int) -> None:
+    dig = shutil.which("dig")
+    if dig is None:
+        pytest.skip("dig is not installed (Debian package bind9-dnsutils)")
+    with ZoneServer([make_nsec3_zone().zone]) as running:
+        result = subprocess.run(
+            [dig, *DIG_OPTIONS, *server_options(running), qname, "TXT"],
+            capture_output=True,
+            text=True,
+            timeout=30,
+            check=False,
+        )
+    assert result.returncode == 0, result.stdout + result.stderr
+    assert f"status: {status}" in result.stdout
+    assert " aa" in result.stdout.split("flags:", 1)[1].split(";", 1)[0]
+    records = [line.split() for line in result.stdout.splitlines() if not line.startswith(";")]
+    nsec3s = [fields for fields in records if fields[3:4] == ["NSEC3"]]
+    sigs = [fields for fields in records if fields[3:5] == ["RRSIG", "NSEC3"]]
+    assert len(nsec3s) == nsec3_count
+    assert len(sigs) == nsec3_count
+    assert not [fields for fields in records if fields[3:4] == ["NSEC"]]
+
+
+@pytest.mark.parametrize(
+    ("qname", "qtype", "verdict"),
+    [
+        pytest.param("_alter.nobody.example.com", "TXT", "negative", id="nxdomain"),
+        pytest.param("x.blake.example.com", "A", "negative", id="nxdomain-below-ent"),
+        pytest.param("ns1.example.com", "TXT", "negative", id="nodata"),
+        pytest.param("blake.example.com", "TXT", "negative", id="nodata-empty-non-terminal"),
+        pytest.param("sub.example.com", "DS", "negative", id="no-ds-at-delegation"),
+        pytest.param("_alter.blake.example.com", "TXT", "positive", id="positive"),
+    ],
+)
+@pytest.mark.parametrize(
+    "params",
+    [
+        pytest.param(Nsec3Params(), id="unsalted"),
+        pytest.param(Nsec3Params(iterations=5, salt=bytes.fromhex("aabbccdd")), id="salted"),
+    ],
+)
+def test_delv_validates_nsec3_answers(
+    tmp_path: Path, params: Nsec3Params, qname: str, qtype: str, verdict: str
+) -> None:
+    """BIND's validator, trusting only the zone key, accepts every answer and proof."""
+    delv = shutil.which("delv")
+    if delv is None:
+        pytest.skip("delv is not installed (Debian package bind9-dnsutils)")
+    signed = make_nsec3_zone(params)
+    key = signed.dnskeys[0]
+    assert isinstance(key, dns.rdtypes.ANY.DNSKEY.DNSKEY)
+    anchor = tmp_path / "anchor.conf"
+    anchor.write_text(
+        f"trust-anchors {{ example.com. static-key {key.flags} {key.protocol} "
+        f'{int(key.algorithm)} "{base64.b64encode(key.key).decode("ascii")}"; }};\n',
+        encoding="utf-8",
+    )
+    with ZoneServer([signed.zone]) as running:
+        result = subprocess.run(
+            [delv, "-a", str(anchor), "+root=example.com", *server_options(running), qname, qtype],
+            capture_output=True,
+            text=True,
+            timeout=30,
+            check=False,
+        )
+    expected = (
+        "; negative response, fully validated" if verdict == "negative" else "; fully validated"
+    )
+    assert result.stdout.splitlines()[:1] == [expected], result.stdout + result.stderr
 
 
 def test_do_bit_on_unsigned_zone_changes_nothing() -> None:

@@ -1,0 +1,209 @@
+"""The zone signer: canonical signing input, RRSIGs, NSEC/NSEC3 chains, DS, determinism."""
+
+from __future__ import annotations
+
+import base64
+from collections.abc import Iterator
+
+import dns.dnssec
+import dns.name
+import dns.rdataclass
+import dns.rdatatype
+import dns.rdtypes.ANY.NSEC
+import dns.rdtypes.ANY.NSEC3
+import dns.rrset
+import dns.zone
+import pytest
+from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PrivateKey
+
+from alter_publish.dnssec import (
+    INCEPTION_BACKDATE_SECONDS,
+    SignatureWindow,
+    choose_window,
+    ds_records,
+    sign_zone,
+    signing_input,
+)
+from alter_publish.errors import SigningError
+from alter_publish.keys import ZoneKey, ZoneKeyRole
+from alter_publish.model import DNSSECSpec
+
+NOW = 1767225600
+ORIGIN = dns.name.from_text("example.com.")
+ZONE_TEXT = """\
+$ORIGIN example.com.
+$TTL 3600
+@ IN SOA ns1 hostmaster 1 7200 3600 1209600 300
+@ IN NS ns1
+ns1 IN A 192.0.2.53
+_alter IN TXT "v=alter1; a"
+_alter.blake IN TXT "v=alter1; b"
+_alter.deploy.bot IN TXT "v=alter1; c"
+sub IN NS ns.sub
+ns.sub IN A 192.0.2.1
+"""
+IN = dns.rdataclass.IN
+
+
+def _keys() -> tuple[ZoneKey, ...]:
+    return (
+        ZoneKey("example.com", ZoneKeyRole.KSK, NOW, Ed25519PrivateKey.generate()),
+        ZoneKey("example.com", ZoneKeyRole.ZSK, NOW, Ed25519PrivateKey.generate()),
+    )
+
+
+KEYS = _keys()
+WINDOW = SignatureWindow.fresh(NOW, 14 * 86400)
+
+
+def _signed(denial: str, keys: tuple[ZoneKey, ...] = KEYS) -> tuple[dns.zone.Zone, str]:
+    zone = dns.zone.from_text(ZONE_TEXT, origin=ORIGIN, relativize=False)
+    result = sign_zone(
+        zone, keys=keys, spec=DNSSECSpec(denial=denial), window=WINDOW, dnskey_ttl=3600
+    )
+    return zone, result.records_text
+
+
+def _rrsets(zone: dns.zone.Zone) -> Iterator[tuple[dns.name.Name, dns.rdatatype.RdataType]]:
+    for name, node in zone.nodes.items():
+        for rdataset in node.rdatasets:
+            if rdataset.rdtype != dns.rdatatype.RRSIG:
+                yield name, rdataset.rdtype
+
+
+@pytest.mark.parametrize("denial", ["nsec", "nsec3"])
+def test_every_authoritative_rrset_validates_with_dnspython(denial: str) -> None:
+    zone, _ = _signed(denial)
+    keyset = {ORIGIN: zone.nodes[ORIGIN].get_rdataset(IN, dns.rdatatype.DNSKEY)}
+    unsigned = []
+    for name, rdtype in _rrsets(zone):
+        rdataset = zone.nodes[name].get_rdataset(IN, rdtype)
+        sigs = zone.nodes[name].get_rdataset(IN, dns.rdatatype.RRSIG, rdtype)
+        if sigs is None:
+            unsigned.append((name.to_text(), dns.rdatatype.to_text(rdtype)))
+            continue
+        assert rdataset is not None
+        dns.dnssec.validate((name, rdataset), (name, sigs), keyset, ORIGIN, now=NOW)  # type: ignore[arg-type]  # (dnspython accepts Rdataset in the mapping)
+    # Only the delegation's NS and the glue below it stay unsigned (RFC 4035 2.2).
+    assert sorted(unsigned) == [("ns.sub.example.com.", "A"), ("sub.example.com.", "NS")]
+
+
+def test_signing_input_matches_dnspython() -> None:
+    zone, _ = _signed("nsec")
+    name = dns.name.from_text("_alter.blake.example.com.")
+    rdataset = zone.nodes[name].get_rdataset(IN, dns.rdatatype.TXT)
+    sigs = zone.nodes[name].get_rdataset(IN, dns.rdatatype.RRSIG, dns.rdatatype.TXT)
+    assert rdataset is not None
+    assert sigs is not None
+    rrsig = sigs[0]
+    rrset = dns.rrset.from_rdata_list(name, rdataset.ttl, list(rdataset))
+    expected = dns.dnssec._make_rrsig_signature_data(rrset, rrsig, ORIGIN)
+    assert signing_input(name, rdataset, rrsig, ORIGIN) == expected
+
+
+def test_ksk_signs_dnskey_and_zsk_signs_the_rest() -> None:
+    zone, _ = _signed("nsec")
+    ksk, zsk = (key.tag for key in KEYS)
+    for name, rdtype in _rrsets(zone):
+        sigs = zone.nodes[name].get_rdataset(IN, dns.rdatatype.RRSIG, rdtype)
+        if sigs is None:
+            continue
+        tags = {sig.key_tag for sig in sigs}
+        assert tags == ({ksk} if rdtype == dns.rdatatype.DNSKEY else {zsk})
+
+
+def test_nsec_chain_is_closed_and_in_canonical_order() -> None:
+    zone, _ = _signed("nsec")
+    owners = sorted(
+        name for name, node in zone.nodes.items() if node.get_rdataset(IN, dns.rdatatype.NSEC)
+    )
+    nexts = []
+    for owner in owners:
+        rdataset = zone.nodes[owner].get_rdataset(IN, dns.rdatatype.NSEC)
+        assert rdataset is not None
+        assert rdataset.ttl == 300  # min(SOA minimum, SOA TTL), RFC 9077
+        nexts.append(rdataset[0].next)
+    assert nexts == [*owners[1:], owners[0]]
+    assert dns.name.from_text("ns.sub.example.com.") not in owners  # glue is not in the chain
+    assert dns.name.from_text("blake.example.com.") not in owners  # nor empty non-terminals
+
+
+def test_nsec3_chain_covers_names_and_empty_non_terminals() -> None:
+    zone, _ = _signed("nsec3")
+    param = zone.nodes[ORIGIN].get_rdataset(IN, dns.rdatatype.NSEC3PARAM)
+    assert param is not None
+    assert (param[0].iterations, param[0].salt, param[0].flags) == (0, b"", 0)
+    chain: dict[str, dns.rdtypes.ANY.NSEC3.NSEC3] = {}
+    for name, node in zone.nodes.items():
+        rdataset = node.get_rdataset(IN, dns.rdatatype.NSEC3)
+        if rdataset is not None:
+            chain[name.labels[0].decode()] = rdataset[0]
+    expected_names = [
+        "example.com.",
+        "_alter.example.com.",
+        "blake.example.com.",  # empty non-terminal
+        "_alter.blake.example.com.",
+        "bot.example.com.",  # empty non-terminal
+        "deploy.bot.example.com.",  # empty non-terminal
+        "_alter.deploy.bot.example.com.",
+        "ns1.example.com.",
+        "sub.example.com.",  # insecure delegation, no opt-out
+    ]
+    hashes = {dns.dnssec.nsec3_hash(name, b"", 0, 1).lower(): name for name in expected_names}
+    assert set(chain) == set(hashes)
+    ordered = sorted(chain)
+    for index, label in enumerate(ordered):
+        following = base64.b32hexencode(chain[label].next).decode().lower()
+        assert following == ordered[(index + 1) % len(ordered)]
+    ent = chain[dns.dnssec.nsec3_hash("blake.example.com.", b"", 0, 1).lower()]
+    assert ent.windows == ()  # an empty non-terminal has an empty type bitmap
+
+
+def test_deterministic_and_text_is_canonically_ordered() -> None:
+    _, first = _signed("nsec3")
+    _, second = _signed("nsec3")
+    assert first == second
+    owners = [dns.name.from_text(line.split()[0]) for line in first.splitlines()]
+    assert owners == sorted(owners)
+
+
+def test_ds_is_sha256_of_the_ksk() -> None:
+    lines = ds_records(ORIGIN, KEYS, 3600)
+    assert len(lines) == 1
+    owner, ttl, klass, rdtype, tag, algorithm, digest_type, _ = lines[0].split()
+    assert (owner, ttl, klass, rdtype) == ("example.com.", "3600", "IN", "DS")
+    assert (int(tag), algorithm, digest_type) == (KEYS[0].tag, "15", "2")
+
+
+def test_refuses_a_zone_that_holds_dnssec_records_already() -> None:
+    zone, _ = _signed("nsec")
+    with pytest.raises(SigningError, match="already holds"):
+        sign_zone(zone, keys=KEYS, spec=DNSSECSpec(), window=WINDOW, dnskey_ttl=3600)
+
+
+def test_needs_both_roles() -> None:
+    zone = dns.zone.from_text(ZONE_TEXT, origin=ORIGIN, relativize=False)
+    with pytest.raises(SigningError, match="KSK and one ZSK"):
+        sign_zone(zone, keys=KEYS[:1], spec=DNSSECSpec(), window=WINDOW, dnskey_ttl=3600)
+
+
+@pytest.mark.parametrize(
+    ("now", "reused"),
+    [
+        pytest.param(NOW, True, id="same-time"),
+        pytest.param(NOW + 8 * 86400, True, id="before-refresh"),
+        pytest.param(NOW + 9 * 86400 + 1, False, id="inside-refresh-window"),
+        pytest.param(NOW - 2 * INCEPTION_BACKDATE_SECONDS, False, id="before-inception"),
+    ],
+)
+def test_window_is_kept_until_refresh(now: int, reused: bool) -> None:
+    spec = DNSSECSpec(signature_validity=14 * 86400, refresh=5 * 86400)
+    chosen = choose_window(WINDOW, now, spec)
+    assert (chosen == WINDOW) is reused
+    if not reused:
+        assert chosen == SignatureWindow.fresh(now, spec.signature_validity)
+
+
+def test_window_is_renewed_when_validity_changes() -> None:
+    spec = DNSSECSpec(signature_validity=7 * 86400, refresh=2 * 86400)
+    assert choose_window(WINDOW, NOW, spec) == SignatureWindow.fresh(NOW, 7 * 86400)
