@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import base64
 import struct
+import time
 from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass
 
@@ -53,6 +54,7 @@ _NSEC3 = dns.rdatatype.NSEC3
 _NSEC3PARAM = dns.rdatatype.NSEC3PARAM
 _DNSKEY = dns.rdatatype.DNSKEY
 _SOA = dns.rdatatype.SOA
+_TXT = dns.rdatatype.TXT
 _NS = dns.rdatatype.NS
 _DS = dns.rdatatype.DS
 _NONE = dns.rdatatype.NONE
@@ -132,6 +134,38 @@ def _labels(name: dns.name.Name) -> int:
     return count - 1 if name.is_wild() else count
 
 
+def canonical_key(name: dns.name.Name) -> tuple[bytes, ...]:
+    """Sort key giving RFC 4034 6.1 canonical name order (far faster than Name.__lt__)."""
+    return tuple(label.lower() for label in reversed(name.labels))
+
+
+def _wire(name: dns.name.Name) -> bytes:
+    wire = name.to_wire()
+    assert wire is not None  # noqa: S101 (to_wire without a file returns bytes)
+    return wire
+
+
+def _digestable(rdata: dns.rdata.Rdata, origin: dns.name.Name) -> bytes:
+    """Canonical rdata wire (RFC 4034 6.2); TXT, the bulk of our zones, by hand."""
+    if rdata.rdtype == _TXT:
+        strings: tuple[bytes, ...] = rdata.strings  # type: ignore[attr-defined]  # (TXT rdata)
+        return b"".join(bytes((len(s),)) + s for s in strings)
+    if rdata.rdtype == _NSEC:  # next name as is (RFC 6840 5.1), then the type bitmap
+        nsec: dns.rdtypes.ANY.NSEC.NSEC = rdata  # type: ignore[assignment]  # (NSEC rdata)
+        windows = b"".join(bytes((w, len(bits))) + bits for w, bits in nsec.windows)
+        return _wire(nsec.next) + windows
+    return rdata.to_digestable(origin)
+
+
+def _signed_data(
+    header: bytes, owner_wire: bytes, rdtype: int, ttl: int, rdata_wires: Iterable[bytes]
+) -> bytes:
+    parts = [header]
+    for rdata_wire in rdata_wires:
+        parts.append(owner_wire + _RR_FIXED.pack(rdtype, _IN, ttl, len(rdata_wire)) + rdata_wire)
+    return b"".join(parts)
+
+
 def signing_input(
     owner: dns.name.Name,
     rdataset: dns.rdataset.Rdataset,
@@ -147,43 +181,82 @@ def signing_input(
         rrsig.expiration,
         rrsig.inception,
         rrsig.key_tag,
+    ) + _wire(rrsig.signer.canonicalize())
+    wires = sorted({_digestable(rdata, origin) for rdata in rdataset})
+    return _signed_data(
+        header, _wire(owner.canonicalize()), rdataset.rdtype, rrsig.original_ttl, wires
     )
-    owner_wire = owner.canonicalize().to_wire()
-    assert owner_wire is not None  # noqa: S101 (to_wire without a file returns bytes)
-    signer_wire = rrsig.signer.canonicalize().to_wire()
-    assert signer_wire is not None  # noqa: S101 (as above)
-    parts = [header, signer_wire]
-    for rdata_wire in sorted({rdata.to_digestable(origin) for rdata in rdataset}):
-        fixed = _RR_FIXED.pack(
-            rdataset.rdtype, rdataset.rdclass, rrsig.original_ttl, len(rdata_wire)
+
+
+@dataclass(frozen=True, slots=True)
+class _Signer:
+    """One key's fixed RRSIG fields, so each signature costs one header pack and one sign."""
+
+    key: ZoneKey
+    tag: int
+    window: SignatureWindow
+    origin: dns.name.Name
+    origin_wire: bytes
+    origin_text: str
+    expiration_text: str
+    inception_text: str
+
+    @classmethod
+    def make(cls, key: ZoneKey, window: SignatureWindow, origin: dns.name.Name) -> _Signer:
+        return cls(
+            key=key,
+            tag=key.tag,
+            window=window,
+            origin=origin,
+            origin_wire=_wire(origin.canonicalize()),
+            origin_text=origin.to_text(),
+            expiration_text=_sigtime(window.expiration),
+            inception_text=_sigtime(window.inception),
         )
-        parts.append(owner_wire + fixed + rdata_wire)
-    return b"".join(parts)
+
+    def sign(
+        self, owner: dns.name.Name, owner_wire: bytes, rdataset: dns.rdataset.Rdataset
+    ) -> tuple[dns.rdtypes.ANY.RRSIG.RRSIG, str]:
+        """The RRSIG over ``rdataset`` and its master-file line."""
+        labels = _labels(owner)
+        rdtype, ttl = rdataset.rdtype, rdataset.ttl
+        header = (
+            _RRSIG_HEADER.pack(
+                rdtype,
+                ALGORITHM,
+                labels,
+                ttl,
+                self.window.expiration,
+                self.window.inception,
+                self.tag,
+            )
+            + self.origin_wire
+        )
+        wires = sorted({_digestable(rdata, self.origin) for rdata in rdataset})
+        signature = self.key.private_key.sign(_signed_data(header, owner_wire, rdtype, ttl, wires))
+        rrsig = _RRSIG_RDATA(
+            _IN,
+            _RRSIG,
+            rdtype,
+            ALGORITHM,
+            labels,
+            ttl,
+            self.window.expiration,
+            self.window.inception,
+            self.tag,
+            self.origin,
+            signature,
+        )
+        line = (
+            f"{owner.to_text()} {ttl} IN RRSIG {dns.rdatatype.to_text(rdtype)} "
+            f"{int(ALGORITHM)} {labels} {ttl} {self.expiration_text} {self.inception_text} "
+            f"{self.tag} {self.origin_text} {base64.b64encode(signature).decode('ascii')}\n"
+        )
+        return rrsig, line
 
 
-def _rrsig(
-    owner: dns.name.Name,
-    rdataset: dns.rdataset.Rdataset,
-    key: ZoneKey,
-    tag: int,
-    window: SignatureWindow,
-    origin: dns.name.Name,
-) -> dns.rdtypes.ANY.RRSIG.RRSIG:
-    fields = (
-        _IN,
-        _RRSIG,
-        rdataset.rdtype,
-        ALGORITHM,
-        _labels(owner),
-        rdataset.ttl,
-        window.expiration,
-        window.inception,
-        tag,
-        origin,
-    )
-    unsigned = _RRSIG_RDATA(*fields, b"")
-    signature = key.private_key.sign(signing_input(owner, rdataset, unsigned, origin))
-    return _RRSIG_RDATA(*fields, signature)
+def _sigtime(seconds: int) -> str:
+    return time.strftime("%Y%m%d%H%M%S", time.gmtime(seconds))
 
 
 # --- the zone's shape ---------------------------------------------------------------
@@ -199,7 +272,7 @@ class _Shape:
 
 
 def _shape(zone: dns.zone.Zone, origin: dns.name.Name) -> _Shape:
-    names = sorted(zone.nodes)
+    names = sorted(zone.nodes, key=canonical_key)
     cuts = {
         name
         for name in names
@@ -325,8 +398,8 @@ def sign_zone(
     origin = zone.origin
     if origin is None:
         raise SigningError("zone has no origin", where="zone")
-    ksks = [(key, key.tag) for key in keys if key.role is ZoneKeyRole.KSK]
-    zsks = [(key, key.tag) for key in keys if key.role is ZoneKeyRole.ZSK]
+    ksks = [_Signer.make(key, window, origin) for key in keys if key.role is ZoneKeyRole.KSK]
+    zsks = [_Signer.make(key, window, origin) for key in keys if key.role is ZoneKeyRole.ZSK]
     if not ksks or not zsks:
         raise SigningError("signing needs at least one KSK and one ZSK", where=origin.to_text())
     for _, rdataset in zone.iterate_rdatasets():
@@ -345,23 +418,26 @@ def sign_zone(
     else:
         _add_nsec_chain(zone, origin, shape, negative_ttl)
     signatures = 0
+    sig_lines: dict[dns.name.Name, list[str]] = {}
     for name in signed_names:
         node = zone.nodes[name]
         delegation = name in shape.cuts
-        for rdataset in list(node.rdatasets):
+        owner_wire = _wire(name.canonicalize())
+        lines = sig_lines.setdefault(name, [])
+        for rdataset in sorted(node.rdatasets, key=lambda r: r.rdtype):
             if rdataset.rdtype == _RRSIG or (delegation and rdataset.rdtype not in (_DS, _NSEC)):
                 continue
-            signers = ksks if rdataset.rdtype == _DNSKEY else zsks
             rrsigs = dns.rdataset.Rdataset(_IN, _RRSIG, rdataset.rdtype)
-            for key, tag in signers:
-                rrsigs.add(_rrsig(name, rdataset, key, tag, window, origin), rdataset.ttl)
+            for signer in ksks if rdataset.rdtype == _DNSKEY else zsks:
+                rrsig, line = signer.sign(name, owner_wire, rdataset)
+                rrsigs.add(rrsig, rdataset.ttl)
+                lines.append(line)
+                signatures += 1
             node.replace_rdataset(rrsigs)
-            signatures += len(signers)
-    ds = tuple(dns.dnssec.make_ds(origin, key.dnskey, DS_DIGEST) for key, _ in ksks)
-    ds_lines = ds_records(origin, [key for key, _ in ksks], dnskey_ttl)
+    ds_lines = ds_records(origin, [signer.key for signer in ksks], dnskey_ttl)
     return SignedZone(
-        records_text=_dnssec_text(zone),
-        ds=ds,
+        records_text=_dnssec_text(zone, sig_lines),
+        ds=tuple(dns.dnssec.make_ds(origin, s.key.dnskey, DS_DIGEST) for s in ksks),
         ds_text="".join(line + "\n" for line in ds_lines),
         window=window,
         signatures=signatures,
@@ -369,13 +445,17 @@ def sign_zone(
     )
 
 
-def _dnssec_text(zone: dns.zone.Zone) -> str:
-    """Master-file lines of every DNSSEC record in ``zone``, owners in canonical order."""
+def _dnssec_text(zone: dns.zone.Zone, sig_lines: dict[dns.name.Name, list[str]]) -> str:
+    """Master-file lines of every DNSSEC record, owners in canonical order, each owner's
+    DNSKEY/NSEC/NSEC3/NSEC3PARAM first, then its RRSIGs by covered type."""
     lines: list[str] = []
-    for name in sorted(zone.nodes):
-        rdatasets = sorted(
-            (r for r in zone.nodes[name].rdatasets if r.rdtype in _DNSSEC_TYPES),
-            key=lambda r: (r.rdtype, r.covers),
-        )
-        lines.extend(rdataset.to_text(name) + "\n" for rdataset in rdatasets)
+    for name in sorted(zone.nodes, key=canonical_key):
+        owner = name.to_text()
+        for rdataset in sorted(zone.nodes[name].rdatasets, key=lambda r: r.rdtype):
+            if rdataset.rdtype in _DNSSEC_TYPES and rdataset.rdtype != _RRSIG:
+                rdtype = dns.rdatatype.to_text(rdataset.rdtype)
+                lines.extend(
+                    f"{owner} {rdataset.ttl} IN {rdtype} {rdata.to_text()}\n" for rdata in rdataset
+                )
+        lines.extend(sig_lines.get(name, ()))
     return "".join(lines)

@@ -88,17 +88,43 @@ def test_every_authoritative_rrset_validates_with_dnspython(denial: str) -> None
     assert sorted(unsigned) == [("ns.sub.example.com.", "A"), ("sub.example.com.", "NS")]
 
 
-def test_signing_input_matches_dnspython() -> None:
-    zone, _ = _signed("nsec")
-    name = dns.name.from_text("_alter.blake.example.com.")
-    rdataset = zone.nodes[name].get_rdataset(IN, dns.rdatatype.TXT)
-    sigs = zone.nodes[name].get_rdataset(IN, dns.rdatatype.RRSIG, dns.rdatatype.TXT)
+@pytest.mark.parametrize(
+    ("denial", "owner", "rdtype"),
+    [
+        pytest.param("nsec", "_alter.blake.example.com.", "TXT", id="txt"),
+        pytest.param("nsec", "_alter.blake.example.com.", "NSEC", id="nsec"),
+        pytest.param("nsec", "example.com.", "DNSKEY", id="dnskey"),
+        pytest.param("nsec", "example.com.", "SOA", id="soa"),
+        pytest.param("nsec3", "example.com.", "NSEC3PARAM", id="nsec3param"),
+    ],
+)
+def test_signing_input_matches_dnspython(denial: str, owner: str, rdtype: str) -> None:
+    zone, _ = _signed(denial)
+    name = dns.name.from_text(owner)
+    covered = dns.rdatatype.from_text(rdtype)
+    rdataset = zone.nodes[name].get_rdataset(IN, covered)
+    sigs = zone.nodes[name].get_rdataset(IN, dns.rdatatype.RRSIG, covered)
     assert rdataset is not None
     assert sigs is not None
     rrsig = sigs[0]
     rrset = dns.rrset.from_rdata_list(name, rdataset.ttl, list(rdataset))
     expected = dns.dnssec._make_rrsig_signature_data(rrset, rrsig, ORIGIN)
     assert signing_input(name, rdataset, rrsig, ORIGIN) == expected
+
+
+def test_nsec3_records_validate_at_their_hashed_owners() -> None:
+    zone, _ = _signed("nsec3")
+    keyset = {ORIGIN: zone.nodes[ORIGIN].get_rdataset(IN, dns.rdatatype.DNSKEY)}
+    checked = 0
+    for name, node in zone.nodes.items():
+        rdataset = node.get_rdataset(IN, dns.rdatatype.NSEC3)
+        if rdataset is None:
+            continue
+        sigs = node.get_rdataset(IN, dns.rdatatype.RRSIG, dns.rdatatype.NSEC3)
+        assert sigs is not None, name
+        dns.dnssec.validate((name, rdataset), (name, sigs), keyset, ORIGIN, now=NOW)  # type: ignore[arg-type]  # (dnspython accepts Rdataset in the mapping)
+        checked += 1
+    assert checked == 9
 
 
 def test_ksk_signs_dnskey_and_zsk_signs_the_rest() -> None:
