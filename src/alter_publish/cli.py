@@ -183,6 +183,8 @@ def verify(
         now=_now(now),
         trust_anchors=trust_anchor,
     )
+    for warning in report.warnings:
+        _warn(f"WARNING: {warning}")
     if as_json:
         _emit_json(report.to_mapping())
     for proof in report.proofs:

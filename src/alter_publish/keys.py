@@ -320,7 +320,9 @@ class KeyStore:
         except (OSError, ValueError) as exc:
             raise KeyStoreError(f"not a zone key index ({exc})", where=str(path)) from exc
         entries = doc.get("keys") if isinstance(doc, dict) else None
-        if doc.get("format") != ZONE_KEYS_FORMAT or not isinstance(entries, list):
+        if not isinstance(doc, dict) or doc.get("format") != ZONE_KEYS_FORMAT:
+            raise KeyStoreError(f"not a {ZONE_KEYS_FORMAT} document", where=str(path))
+        if not isinstance(entries, list):
             raise KeyStoreError(f"not a {ZONE_KEYS_FORMAT} document", where=str(path))
         return [entry for entry in entries if isinstance(entry, dict)]
 

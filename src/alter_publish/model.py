@@ -276,7 +276,10 @@ def _nsec3_iterations(value: Any) -> int:
 
 
 def _nsec3_salt(value: Any) -> str:
-    text = "" if value is None else str(value).strip().lower()
+    if value is not None and not isinstance(value, str):
+        # YAML reads 0012 as the number 10: a salt must be written as text to mean what it says
+        raise ValueError("write the salt as quoted text, e.g. \"a1b2\", or '-' for none")
+    text = "" if value is None else value.strip().lower()
     if text in ("", "-"):
         return ""
     if not _HEX.fullmatch(text) or len(text) // 2 > NSEC3_SALT_MAX_OCTETS:

@@ -190,6 +190,7 @@ class VerifyReport:
     """The outcome of ``verify`` over already-rendered zones."""
 
     proofs: tuple[ProofReport, ...]
+    warnings: tuple[str, ...] = ()
 
     @property
     def ok(self) -> bool:
@@ -198,7 +199,11 @@ class VerifyReport:
 
     def to_mapping(self) -> dict[str, Any]:
         """JSON-ready form."""
-        return {"ok": self.ok, "zones": [proof.to_mapping() for proof in self.proofs]}
+        return {
+            "ok": self.ok,
+            "warnings": list(self.warnings),
+            "zones": [proof.to_mapping() for proof in self.proofs],
+        }
 
 
 @dataclass
@@ -750,9 +755,11 @@ def verify(
         ServeError: the loopback server could not start.
     """
     proofs: list[ProofReport] = []
+    warnings: list[str] = []
     given = read_trust_anchors(trust_anchors) if trust_anchors else None
     for path in zone_files:
         spec = load_zone(path)
+        warnings.extend(spec.warnings())
         zone_file, envelopes_file = output_paths(out, spec.origin)
         zone = read_zone_file(zone_file, spec.origin)
         anchors: tuple[TrustAnchor, ...] = ()
@@ -763,7 +770,7 @@ def verify(
         proofs.append(
             prove_zone(zone, spec, read_expected(envelopes_file), now=now, anchors=anchors)
         )
-    return VerifyReport(proofs=tuple(proofs))
+    return VerifyReport(proofs=tuple(proofs), warnings=tuple(warnings))
 
 
 def dnssec_keygen(zone: str, *, keys: KeyStore, now: int) -> tuple[ZoneKey, ...]:
