@@ -46,6 +46,7 @@ INCEPTION_BACKDATE_SECONDS = 3600  # tolerate validators whose clocks run behind
 NSEC3_HASH_SHA1 = 1
 NSEC3PARAM_TTL_SECONDS = 0  # RFC 5155 4: not used by resolvers; 0 as BIND does
 DS_DIGEST = "SHA256"
+RRSIG_TIME_LIMIT = 2**32  # RRSIG times are 32-bit seconds (serial arithmetic aside)
 
 _IN = dns.rdataclass.IN
 _RRSIG = dns.rdatatype.RRSIG
@@ -398,6 +399,12 @@ def sign_zone(
     origin = zone.origin
     if origin is None:
         raise SigningError("zone has no origin", where="zone")
+    if window.expiration >= RRSIG_TIME_LIMIT:
+        raise SigningError(
+            f"signatures would expire after {_sigtime(RRSIG_TIME_LIMIT - 1)}, "
+            "past what an RRSIG can express (RFC 4034 3.1.5); check --now",
+            where=origin.to_text(),
+        )
     ksks = [_Signer.make(key, window, origin) for key in keys if key.role is ZoneKeyRole.KSK]
     zsks = [_Signer.make(key, window, origin) for key in keys if key.role is ZoneKeyRole.ZSK]
     if not ksks or not zsks:

@@ -324,7 +324,9 @@ class KeyStore:
             raise KeyStoreError(f"not a {ZONE_KEYS_FORMAT} document", where=str(path))
         if not isinstance(entries, list):
             raise KeyStoreError(f"not a {ZONE_KEYS_FORMAT} document", where=str(path))
-        return [entry for entry in entries if isinstance(entry, dict)]
+        if not all(isinstance(entry, dict) for entry in entries):
+            raise KeyStoreError("a key entry is not a JSON object", where=str(path))
+        return entries
 
     def zone_keys(self, zone: str) -> tuple[ZoneKey, ...]:
         """The zone's active DNSSEC keys, KSKs first, each ordered by creation then tag.
@@ -341,7 +343,7 @@ class KeyStore:
                 role = ZoneKeyRole(str(entry["role"]))
                 created = int(entry["created"])
                 tag = int(entry["tag"])
-            except (KeyError, ValueError, TypeError) as exc:
+            except (KeyError, ValueError, TypeError, OverflowError) as exc:
                 raise KeyStoreError(
                     f"bad key entry {entry!r}", where=str(directory / ZONE_KEYS_INDEX)
                 ) from exc
@@ -364,6 +366,14 @@ class KeyStore:
         if self._read_zone_index(zone):
             raise KeyStoreError(
                 "zone has DNSSEC keys already; keys are never overwritten", where=str(directory)
+            )
+        # Key files without an index (a crash between writes, a lost keys.json) still
+        # count: new keys would silently change the DS the parent holds.
+        if any(directory.glob(f"*{PRIVATE_KEY_SUFFIX}")):
+            raise KeyStoreError(
+                f"holds zone key files but no {ZONE_KEYS_INDEX} listing them; restore "
+                f"{ZONE_KEYS_INDEX} (or move the key files away to start over)",
+                where=str(directory),
             )
         created: list[ZoneKey] = []
         tags: set[int] = set()

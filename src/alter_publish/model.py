@@ -29,6 +29,7 @@ NEVER = "never"
 DEFAULT_SIGNATURE_VALIDITY_SECONDS = 14 * 86400
 DEFAULT_SIGNATURE_REFRESH_SECONDS = 5 * 86400
 SIGNATURE_VALIDITY_MIN_SECONDS = 2 * 3600
+SIGNATURE_VALIDITY_MAX_SECONDS = 3660 * 86400  # BIND's limit; RRSIG times wrap at 2**32
 NSEC3_ITERATIONS_MAX = 150  # RFC 9276 3.2: validators may treat more as insecure (unbound does)
 NSEC3_SALT_MAX_OCTETS = 255
 
@@ -480,13 +481,15 @@ class _ZoneReader:
                 self.problems.add(enabled_node.mark, "dnssec enabled must be true or false")
         denial = "nsec"
         if (denial_node := fields.get("denial")) is not None:
-            text = str(denial_node.value).strip().lower()
+            value = denial_node.value
+            text = value.strip().lower() if isinstance(value, str) else None
             if text in DENIAL_METHODS:
-                denial = text
+                denial = str(text)
             else:
+                shown = f" {value!r}" if isinstance(value, str | int | float) else ""
                 self.problems.add(
                     denial_node.mark,
-                    f"bad dnssec denial {denial_node.value!r}: use {' or '.join(DENIAL_METHODS)}",
+                    f"bad dnssec denial{shown}: use {' or '.join(DENIAL_METHODS)}",
                 )
         iterations, salt = 0, ""
         if "nsec3" in fields:
@@ -501,7 +504,13 @@ class _ZoneReader:
             DEFAULT_SIGNATURE_VALIDITY_SECONDS,
         )
         refresh = self.ttl(fields.get("refresh"), "refresh", DEFAULT_SIGNATURE_REFRESH_SECONDS)
-        if validity < SIGNATURE_VALIDITY_MIN_SECONDS:
+        if validity > SIGNATURE_VALIDITY_MAX_SECONDS:
+            self.problems.add(
+                (fields.get("signature_validity") or node).mark,
+                f"signature_validity must be at most "
+                f"{format_duration(SIGNATURE_VALIDITY_MAX_SECONDS)}",
+            )
+        elif validity < SIGNATURE_VALIDITY_MIN_SECONDS:
             self.problems.add(
                 (fields.get("signature_validity") or node).mark,
                 f"signature_validity must be at least "

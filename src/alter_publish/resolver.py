@@ -20,6 +20,7 @@ import dns.message
 import dns.name
 import dns.query
 import dns.rcode
+import dns.rdataclass
 import dns.rdatatype
 import dns.rrset
 
@@ -113,8 +114,8 @@ class StubResolver:
     """
 
     server: tuple[str, int]
+    now: int
     anchors: Sequence[TrustAnchor] = ()
-    now: int = 0
     timeout: float = DEFAULT_TIMEOUT_SECONDS
     _keys: dict[dns.name.Name, tuple[Validation, dns.rrset.RRset | None]] = field(
         default_factory=dict, repr=False
@@ -180,7 +181,12 @@ class StubResolver:
         response, transport = self.exchange(name, dns.rdatatype.TXT, where=owner)
         texts: list[str] = []
         for rrset in response.answer:
-            if rrset.name == name and rrset.rdtype == dns.rdatatype.TXT:
+            # Only what validation looks at: class IN TXT at the owner itself.
+            if (
+                rrset.name == name
+                and rrset.rdtype == dns.rdatatype.TXT
+                and rrset.rdclass == dns.rdataclass.IN
+            ):
                 texts.extend(_decode(rdata.strings) for rdata in rrset)
         validation = self.validate(response, name)
         return Answer(
@@ -209,8 +215,8 @@ def query_txt(
     server: tuple[str, int],
     owner: str,
     *,
+    now: int,
     anchors: Sequence[TrustAnchor] = (),
-    now: int = 0,
     timeout: float = DEFAULT_TIMEOUT_SECONDS,
 ) -> Answer:
     """Query ``owner`` TXT with DNSSEC OK and validate it (see :class:`StubResolver`).
@@ -219,7 +225,7 @@ def query_txt(
         ResolveError: no answer in time, an unusable reply, or an rcode other than
             NOERROR/NXDOMAIN.
     """
-    return StubResolver(server, anchors, now, timeout).query_txt(owner)
+    return StubResolver(server, now, anchors, timeout).query_txt(owner)
 
 
 def _lenient_names_handle(text: str, handle: Handle) -> int | None:
@@ -308,7 +314,7 @@ def resolve(
     """Resolve and verify a handle against ``server`` (spec section 7).
 
     ``server`` is an address, or a :class:`StubResolver` to reuse (its anchors and
-    ``now`` apply; ``anchors`` and ``timeout`` are then ignored).
+    timeout apply, and its ``now`` must equal ``now``).
 
     Returns:
         The resolution; check ``ok`` and ``category``.
@@ -319,9 +325,12 @@ def resolve(
     """
     handle = reference.handle if isinstance(reference, AlterURI) else reference
     owner = handle.owner(substrate)
-    stub = (
-        server if isinstance(server, StubResolver) else StubResolver(server, anchors, now, timeout)
-    )
+    if isinstance(server, StubResolver):
+        if server.now != now:
+            raise ValueError(f"resolver validates at {server.now}, asked to verify at {now}")
+        stub = server
+    else:
+        stub = StubResolver(server, now, anchors, timeout)
     answer = stub.query_txt(owner)
     if answer.dnssec is DNSSECStatus.BOGUS:
         detail = f"DNSSEC validation failed: {answer.reason}"

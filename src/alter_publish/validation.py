@@ -498,6 +498,9 @@ def _validate(
         raise _bogus(f"cannot validate rcode {dns.rcode.to_text(rcode)}")
     if not qname.is_subdomain(checker.zone):
         raise _bogus(f"{qname} is not in zone {checker.zone}")
+    for rrset in (*response.answer, *response.authority):
+        if rrset.rdclass != dns.rdataclass.IN:  # never validated, so never to be used
+            raise _bogus(f"{_what(rrset)} is of class {dns.rdataclass.to_text(rrset.rdclass)}")
     name, found, expansions = _walk_answer(checker, _index(response.answer), qname, qtype)
     if found and rcode == dns.rcode.NXDOMAIN:
         raise _bogus(f"NXDOMAIN with an answer at {name}")
@@ -636,7 +639,14 @@ class _Denial:
     def deny_expansion(self, name: dns.name.Name, encloser: dns.name.Name) -> None:
         """Check the proof that ``name``, answered from ``*.encloser``, does not exist."""
         next_closer = dns.name.Name(name.labels[-(len(encloser) + 1) :])
-        if self._nsec_covering(name) is None and self._nsec3_covering(next_closer) is None:
+        owner = self._nsec_covering(name)
+        if owner is not None:
+            # RFC 4035 5.3.4: the NSEC must also show the wildcard's parent is the closest
+            # encloser, or a closer name exists and the expansion is forged.
+            if _nsec_encloser(name, owner, self.nsecs[owner].next) == encloser:
+                return
+            raise _bogus(f"NSEC shows a closer encloser than {encloser} for {name}")
+        if self._nsec3_covering(next_closer) is None:
             raise _bogus(f"wildcard answer for {name} without proof that {name} does not exist")
 
     def _nsec_covering(self, name: dns.name.Name) -> dns.name.Name | None:

@@ -19,7 +19,7 @@ import pytest
 from cryptography.hazmat.primitives import serialization
 from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PrivateKey
 
-from alter_publish.errors import EXIT_DEFINITION, EXIT_KEY, EXIT_OK, EXIT_USAGE
+from alter_publish.errors import EXIT_DEFINITION, EXIT_KEY, EXIT_OK, EXIT_OUTPUT, EXIT_USAGE
 from alter_publish.keys import KeyStore
 from tests.cli.workspace import (
     NOW,
@@ -282,6 +282,17 @@ ZONE_KEY_CASES = [
     pytest.param(_zone_key_replaced, id="zone-key-tag-not-in-index"),
     pytest.param(_index(b"{not json"), id="zone-key-index-not-json"),
     pytest.param(_index(b"[]"), id="zone-key-index-json-array"),
+    pytest.param(
+        _index(b'{"format": "alter-publish/zone-keys/1", "keys": ["ksk-1.pem"]}'),
+        id="zone-key-index-entry-not-an-object",
+    ),
+    pytest.param(
+        _index(
+            b'{"format": "alter-publish/zone-keys/1", "keys": '
+            b'[{"role": "ksk", "tag": 1e400, "created": 0, "state": "active"}]}'
+        ),
+        id="zone-key-index-tag-overflows",
+    ),
     pytest.param(_zone_keys_removed, id="zone-keys-missing-without-create-keys"),
 ]
 
@@ -298,6 +309,42 @@ def test_bad_zone_keys_stop_sign_with_one_line(
     line = assert_one_error_line(result, EXIT_KEY)
     for fragment in fragments:
         assert fragment in line, result.describe()
+    assert_unchanged(before, workspace.snapshot())
+
+
+def test_lost_index_never_makes_new_keys_over_old_ones(workspace: Workspace) -> None:
+    # New keys would silently change the DS the parent zone holds.
+    (_zone_keys_dir(workspace) / "keys.json").unlink()
+    before = workspace.snapshot()
+
+    result = workspace.run("sign", "--create-keys", "--now", str(NOW), DEFINITION_ARG)
+
+    line = assert_one_error_line(result, EXIT_KEY)
+    assert "restore keys.json" in line, result.describe()
+    assert_unchanged(before, workspace.snapshot())
+
+
+def test_a_wildcard_in_a_template_is_refused_before_signing(workspace: Workspace) -> None:
+    templates = workspace.root / "templates"
+    shutil.copytree(Path(__file__).resolve().parents[2] / "templates", templates)
+    zone_j2 = templates / "zone.j2"
+    zone_j2.write_text(zone_j2.read_text() + '* {{ ttl }} IN TXT "catch-all"\n')
+    before = workspace.snapshot()
+
+    result = workspace.run(*SIGN, "--templates", "templates")
+
+    line = assert_one_error_line(result, EXIT_OUTPUT)
+    assert "wildcard owner *.example.com." in line, result.describe()
+    assert_unchanged(before, workspace.snapshot())
+
+
+def test_signatures_past_2106_are_refused(workspace: Workspace) -> None:
+    before = workspace.snapshot()
+
+    result = workspace.run("sign", "--now", "4294000000", DEFINITION_ARG)
+
+    line = assert_one_error_line(result, EXIT_DEFINITION)
+    assert "RRSIG can express" in line, result.describe()
     assert_unchanged(before, workspace.snapshot())
 
 

@@ -17,6 +17,7 @@ from alter_publish.model import (
     DEFAULT_SIGNATURE_VALIDITY_SECONDS,
     NSEC3_ITERATIONS_MAX,
     NSEC3_SALT_MAX_OCTETS,
+    SIGNATURE_VALIDITY_MAX_SECONDS,
     SIGNATURE_VALIDITY_MIN_SECONDS,
     TTL_MAX_SECONDS,
     DNSSECSpec,
@@ -172,7 +173,12 @@ def test_accepted_sections(tmp_path: Path, text: str, expected: DNSSECSpec) -> N
         pytest.param(
             "dnssec:\n  denial: nsec5\n", (5, 11), "bad dnssec denial 'nsec5'", id="denial-nsec5"
         ),
-        pytest.param("dnssec:\n  denial:\n", (5, 10), "bad dnssec denial None", id="denial-null"),
+        pytest.param(
+            "dnssec:\n  denial:\n",
+            (5, 10),
+            "bad dnssec denial: use nsec or nsec3",
+            id="denial-null",
+        ),
         pytest.param(
             "dnssec:\n  nsec3: 5\n", (5, 10), "dnssec nsec3 must be a mapping", id="nsec3-number"
         ),
@@ -247,6 +253,12 @@ def test_accepted_sections(tmp_path: Path, text: str, expected: DNSSECSpec) -> N
             (5, 23),
             "bad signature_validity",
             id="validity-over-2**31-1",
+        ),
+        pytest.param(
+            "dnssec:\n  signature_validity: 3661d\n",
+            (5, 23),
+            "signature_validity must be at most 3660d",
+            id="validity-above-max",
         ),
         pytest.param(
             "dnssec:\n  refresh: 0\n", (5, 12), "refresh must be above 0", id="refresh-zero"
@@ -431,7 +443,9 @@ def test_example_zone_round_trips_with_its_dnssec_section(tmp_path: Path) -> Non
 def dnssec_specs(draw: st.DrawFn) -> DNSSECSpec:
     """Any DNSSECSpec the loader accepts."""
     validity = draw(
-        st.integers(min_value=SIGNATURE_VALIDITY_MIN_SECONDS, max_value=TTL_MAX_SECONDS)
+        st.integers(
+            min_value=SIGNATURE_VALIDITY_MIN_SECONDS, max_value=SIGNATURE_VALIDITY_MAX_SECONDS
+        )
     )
     salt = draw(st.binary(max_size=NSEC3_SALT_MAX_OCTETS)).hex()
     return DNSSECSpec(

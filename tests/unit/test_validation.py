@@ -933,3 +933,54 @@ def test_anchor_for_picks_the_deepest_zone(name: str, expected: str | None) -> N
     )
     found = anchor_for(anchors, n(name))
     assert (None if found is None else found.zone) == (None if expected is None else n(expected))
+
+
+# --------------------------------------------------------------------------
+# Regressions from review
+# --------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("section", ["answer", "authority"])
+def test_records_of_another_class_make_the_response_bogus(section: str) -> None:
+    # A CH-class TXT is never validated (validation looks at IN only), so a response
+    # carrying one beside a genuine signed denial must not come out secure.
+    response = ask("_alter.nobody.example.com.", TXT)
+    forged = dns.rrset.from_text("_alter.nobody.example.com.", 3600, "CH", "TXT", '"v=alter1"')
+    getattr(response, section).append(forged)
+    response = dns.message.from_wire(response.to_wire())
+    assert_verdict(check(response, "_alter.nobody.example.com.", TXT), BOGUS, "of class CH")
+
+
+def test_wildcard_expansion_must_come_from_the_closest_encloser() -> None:
+    # RFC 4035 5.3.4: b.example.com. exists, so *.example.com. cannot answer for
+    # a.b.example.com.; a genuine NSEC that covers a.b.example.com. does not make it so.
+    zone = dns.zone.from_text(
+        "$TTL 3600\n@ IN SOA ns1 hostmaster 1 7200 3600 1209600 300\n@ IN NS ns1\n"
+        'ns1 IN A 192.0.2.1\n* IN TXT "v=alter1 wild"\nb IN TXT "v=alter1 b"\n',
+        origin=ZONE,
+        relativize=False,
+    )
+    keys: list[tuple[dns.dnssec.PrivateKey, dns.rdtypes.ANY.DNSKEY.DNSKEY]] = [
+        (KSK.private, KSK.dnskey),
+        (ZSK.private, ZSK.dnskey),
+    ]
+    dns.dnssec.sign_zone(zone, keys=keys, inception=INCEPTION, expiration=EXPIRATION)
+    wild_txt = zone.find_rrset(n("*.example.com."), TXT)
+    wild_sig = zone.find_rrset(n("*.example.com."), RRSIG, TXT)
+    qname = "a.b.example.com."
+    response = respond(
+        qname,
+        TXT,
+        dns.rcode.NOERROR,
+        [
+            dns.rrset.from_rdata_list(n(qname), wild_txt.ttl, list(wild_txt)),
+            dns.rrset.from_rdata_list(n(qname), wild_sig.ttl, list(wild_sig)),
+        ],
+        [
+            zone.find_rrset(n("b.example.com."), NSEC),
+            zone.find_rrset(n("b.example.com."), RRSIG, NSEC),
+        ],
+    )
+    keyset = zone.find_rrset(ZONE, DNSKEY)
+    verdict = validate_response(response, n(qname), TXT, zone=ZONE, dnskeys=keyset, now=NOW)
+    assert_verdict(verdict, BOGUS, "closer encloser")
