@@ -23,7 +23,6 @@ from dataclasses import dataclass
 import dns.dnssec
 import dns.dnssectypes
 import dns.name
-import dns.node
 import dns.rdata
 import dns.rdataclass
 import dns.rdataset
@@ -62,7 +61,6 @@ _NONE = dns.rdatatype.NONE
 _RRSIG_HEADER = struct.Struct("!HBBIIIH")
 _RR_FIXED = struct.Struct("!HHIH")
 # dnspython's rdata constructors are untyped; these aliases give them signatures once.
-_RRSIG_RDATA: Callable[..., dns.rdtypes.ANY.RRSIG.RRSIG] = dns.rdtypes.ANY.RRSIG.RRSIG
 _NSEC_RDATA: Callable[..., dns.rdtypes.ANY.NSEC.NSEC] = dns.rdtypes.ANY.NSEC.NSEC
 _NSEC3_RDATA: Callable[..., dns.rdtypes.ANY.NSEC3.NSEC3] = dns.rdtypes.ANY.NSEC3.NSEC3
 _NSEC3PARAM_RDATA: Callable[..., dns.rdtypes.ANY.NSEC3PARAM.NSEC3PARAM] = (
@@ -215,12 +213,10 @@ class _Signer:
             inception_text=_sigtime(window.inception),
         )
 
-    def sign(
-        self, owner: dns.name.Name, owner_wire: bytes, rdataset: dns.rdataset.Rdataset
-    ) -> tuple[dns.rdtypes.ANY.RRSIG.RRSIG, str]:
-        """The RRSIG over ``rdataset`` and its master-file line."""
+    def sign(self, owner: dns.name.Name, owner_wire: bytes, rrs: _RRs) -> str:
+        """The master-file line of the RRSIG over ``rrs`` at ``owner``."""
         labels = _labels(owner)
-        rdtype, ttl = rdataset.rdtype, rdataset.ttl
+        rdtype, ttl = rrs.rdtype, rrs.ttl
         header = (
             _RRSIG_HEADER.pack(
                 rdtype,
@@ -233,27 +229,13 @@ class _Signer:
             )
             + self.origin_wire
         )
-        wires = sorted({_digestable(rdata, self.origin) for rdata in rdataset})
+        wires = sorted({_digestable(rdata, self.origin) for rdata in rrs.rdatas})
         signature = self.key.private_key.sign(_signed_data(header, owner_wire, rdtype, ttl, wires))
-        rrsig = _RRSIG_RDATA(
-            _IN,
-            _RRSIG,
-            rdtype,
-            ALGORITHM,
-            labels,
-            ttl,
-            self.window.expiration,
-            self.window.inception,
-            self.tag,
-            self.origin,
-            signature,
-        )
-        line = (
+        return (
             f"{owner.to_text()} {ttl} IN RRSIG {dns.rdatatype.to_text(rdtype)} "
             f"{int(ALGORITHM)} {labels} {ttl} {self.expiration_text} {self.inception_text} "
             f"{self.tag} {self.origin_text} {base64.b64encode(signature).decode('ascii')}\n"
         )
-        return rrsig, line
 
 
 def _sigtime(seconds: int) -> str:
@@ -301,8 +283,20 @@ def _shape(zone: dns.zone.Zone, origin: dns.name.Name) -> _Shape:
     return _Shape(tuple(authoritative), frozenset(cuts), frozenset(ents))
 
 
-def _types_at(node: dns.node.Node, *, delegation: bool) -> list[dns.rdatatype.RdataType]:
-    types = [rdataset.rdtype for rdataset in node.rdatasets if rdataset.rdtype != _RRSIG]
+@dataclass(frozen=True, slots=True)
+class _RRs:
+    """One rrset to publish and sign: its type, TTL and rdata (no dnspython set overhead)."""
+
+    rdtype: dns.rdatatype.RdataType
+    ttl: int
+    rdatas: tuple[dns.rdata.Rdata, ...]
+
+
+_Records = dict[dns.name.Name, list[_RRs]]
+
+
+def _types_at(rrs: Iterable[_RRs], *, delegation: bool) -> list[dns.rdatatype.RdataType]:
+    types = [item.rdtype for item in rrs if item.rdtype != _RRSIG]
     if delegation:
         types = [rdtype for rdtype in types if rdtype in (_NS, _DS)]
     return types
@@ -320,26 +314,18 @@ def _negative_ttl(zone: dns.zone.Zone, origin: dns.name.Name) -> int:
     return min(int(minimum), soa.ttl)
 
 
-def _add(
-    zone: dns.zone.Zone, owner: dns.name.Name, ttl: int, rdatas: Sequence[dns.rdata.Rdata]
-) -> dns.rdataset.Rdataset:
-    rdataset = dns.rdataset.from_rdata_list(ttl, list(rdatas))
-    zone.find_node(owner, create=True).replace_rdataset(rdataset)
-    return zone.find_node(owner).get_rdataset(_IN, rdataset.rdtype, rdataset.covers)  # type: ignore[return-value]  # (present: just added)
-
-
-def _add_nsec_chain(zone: dns.zone.Zone, origin: dns.name.Name, shape: _Shape, ttl: int) -> None:
+def _add_nsec_chain(records: _Records, shape: _Shape, ttl: int) -> None:
     names = shape.authoritative
     for index, name in enumerate(names):
         following = names[(index + 1) % len(names)]
-        types = _types_at(zone.nodes[name], delegation=name in shape.cuts)
+        types = _types_at(records[name], delegation=name in shape.cuts)
         bitmap = dns.rdtypes.util.Bitmap.from_rdtypes([*types, _RRSIG, _NSEC]).windows
         nsec = _NSEC_RDATA(_IN, _NSEC, following, bitmap)
-        _add(zone, name, ttl, [nsec])
+        records[name].append(_RRs(_NSEC, ttl, (nsec,)))
 
 
 def _add_nsec3_chain(
-    zone: dns.zone.Zone, origin: dns.name.Name, shape: _Shape, ttl: int, spec: DNSSECSpec
+    records: _Records, origin: dns.name.Name, shape: _Shape, ttl: int, spec: DNSSECSpec
 ) -> tuple[dns.name.Name, ...]:
     """Add NSEC3PARAM and one NSEC3 per authoritative name and empty non-terminal.
 
@@ -349,14 +335,14 @@ def _add_nsec3_chain(
     salt = bytes.fromhex(spec.nsec3_salt)
     iterations = spec.nsec3_iterations
     param = _NSEC3PARAM_RDATA(_IN, _NSEC3PARAM, NSEC3_HASH_SHA1, 0, iterations, salt)
-    _add(zone, origin, NSEC3PARAM_TTL_SECONDS, [param])
+    records[origin].append(_RRs(_NSEC3PARAM, NSEC3PARAM_TTL_SECONDS, (param,)))
     entries: list[tuple[bytes, list[dns.rdatatype.RdataType]]] = []
     for name in (*shape.authoritative, *shape.empty_non_terminals):  # order: by hash, below
         hashed = dns.dnssec.nsec3_hash(name, salt, iterations, NSEC3_HASH_SHA1)
         types: list[dns.rdatatype.RdataType] = []
-        if name in zone.nodes:
+        if name in records:
             delegation = name in shape.cuts
-            types = _types_at(zone.nodes[name], delegation=delegation)
+            types = _types_at(records[name], delegation=delegation)
             if _signed_here(types, delegation=delegation):
                 types.append(_RRSIG)
         entries.append((base64.b32hexdecode(hashed), types))
@@ -368,7 +354,7 @@ def _add_nsec3_chain(
         nsec3 = _NSEC3_RDATA(_IN, _NSEC3, NSEC3_HASH_SHA1, 0, iterations, salt, following, bitmap)
         label = base64.b32hexencode(digest).decode("ascii").lower()
         owner = dns.name.Name((label.encode("ascii"), *origin.labels))
-        _add(zone, owner, ttl, [nsec3])
+        records[owner] = [_RRs(_NSEC3, ttl, (nsec3,))]
         owners.append(owner)
     return tuple(owners)
 
@@ -384,17 +370,18 @@ def sign_zone(
     window: SignatureWindow,
     dnskey_ttl: int,
 ) -> SignedZone:
-    """Add DNSKEY, the denial chain and an RRSIG over every authoritative rrset to ``zone``.
+    """DNSKEY, the denial chain and an RRSIG over every authoritative rrset of ``zone``.
 
-    ``zone`` must have absolute names (``relativize=False``) and no DNSSEC records yet.
-    KSKs sign the DNSKEY rrset; ZSKs sign everything else.
+    ``zone`` (absolute names, ``relativize=False``, no DNSSEC records yet) is only read:
+    the result is the text to append to the zone's master file, which the caller parses
+    back to serve exactly what it writes. KSKs sign the DNSKEY rrset; ZSKs the rest.
 
     Returns:
         The added records as master-file text, the DS records, and counts.
 
     Raises:
-        SigningError: no KSK or no ZSK, or the zone is not signable (no SOA, DNSSEC
-            records already present).
+        SigningError: no KSK or no ZSK, RRSIG times out of range, or the zone is not
+            signable (no SOA, DNSSEC records already present).
     """
     origin = zone.origin
     if origin is None:
@@ -409,41 +396,41 @@ def sign_zone(
     zsks = [_Signer.make(key, window, origin) for key in keys if key.role is ZoneKeyRole.ZSK]
     if not ksks or not zsks:
         raise SigningError("signing needs at least one KSK and one ZSK", where=origin.to_text())
-    for _, rdataset in zone.iterate_rdatasets():
-        if rdataset.rdtype in _DNSSEC_TYPES:
-            raise SigningError(
-                f"the unsigned zone already holds {dns.rdatatype.to_text(rdataset.rdtype)} "
-                "records; alter-publish adds DNSSEC records itself",
-                where=origin.to_text(),
-            )
+    records: _Records = {}
+    for name, node in zone.nodes.items():
+        rrs = []
+        for rdataset in node.rdatasets:
+            if rdataset.rdtype in _DNSSEC_TYPES:
+                raise SigningError(
+                    f"the unsigned zone already holds {dns.rdatatype.to_text(rdataset.rdtype)} "
+                    "records; alter-publish adds DNSSEC records itself",
+                    where=origin.to_text(),
+                )
+            rrs.append(_RRs(rdataset.rdtype, rdataset.ttl, tuple(rdataset)))
+        records[name] = rrs
     negative_ttl = _negative_ttl(zone, origin)
-    _add(zone, origin, dnskey_ttl, [key.dnskey for key in keys])
+    records[origin].append(_RRs(_DNSKEY, dnskey_ttl, tuple(key.dnskey for key in keys)))
     shape = _shape(zone, origin)
     signed_names = list(shape.authoritative)
     if spec.denial == "nsec3":
-        signed_names.extend(_add_nsec3_chain(zone, origin, shape, negative_ttl, spec))
+        signed_names.extend(_add_nsec3_chain(records, origin, shape, negative_ttl, spec))
     else:
-        _add_nsec_chain(zone, origin, shape, negative_ttl)
+        _add_nsec_chain(records, shape, negative_ttl)
     signatures = 0
     sig_lines: dict[dns.name.Name, list[str]] = {}
     for name in signed_names:
-        node = zone.nodes[name]
         delegation = name in shape.cuts
         owner_wire = _wire(name.canonicalize())
         lines = sig_lines.setdefault(name, [])
-        for rdataset in sorted(node.rdatasets, key=lambda r: r.rdtype):
-            if rdataset.rdtype == _RRSIG or (delegation and rdataset.rdtype not in (_DS, _NSEC)):
+        for item in sorted(records[name], key=lambda rrs: rrs.rdtype):
+            if delegation and item.rdtype not in (_DS, _NSEC):
                 continue
-            rrsigs = dns.rdataset.Rdataset(_IN, _RRSIG, rdataset.rdtype)
-            for signer in ksks if rdataset.rdtype == _DNSKEY else zsks:
-                rrsig, line = signer.sign(name, owner_wire, rdataset)
-                rrsigs.add(rrsig, rdataset.ttl)
-                lines.append(line)
+            for signer in ksks if item.rdtype == _DNSKEY else zsks:
+                lines.append(signer.sign(name, owner_wire, item))
                 signatures += 1
-            node.replace_rdataset(rrsigs)
     ds_lines = ds_records(origin, [signer.key for signer in ksks], dnskey_ttl)
     return SignedZone(
-        records_text=_dnssec_text(zone, sig_lines),
+        records_text=_dnssec_text(records, sig_lines),
         ds=tuple(dns.dnssec.make_ds(origin, s.key.dnskey, DS_DIGEST) for s in ksks),
         ds_text="".join(line + "\n" for line in ds_lines),
         window=window,
@@ -452,17 +439,17 @@ def sign_zone(
     )
 
 
-def _dnssec_text(zone: dns.zone.Zone, sig_lines: dict[dns.name.Name, list[str]]) -> str:
+def _dnssec_text(records: _Records, sig_lines: dict[dns.name.Name, list[str]]) -> str:
     """Master-file lines of every DNSSEC record, owners in canonical order, each owner's
     DNSKEY/NSEC/NSEC3/NSEC3PARAM first, then its RRSIGs by covered type."""
     lines: list[str] = []
-    for name in sorted(zone.nodes, key=canonical_key):
+    for name in sorted(records, key=canonical_key):
         owner = name.to_text()
-        for rdataset in sorted(zone.nodes[name].rdatasets, key=lambda r: r.rdtype):
-            if rdataset.rdtype in _DNSSEC_TYPES and rdataset.rdtype != _RRSIG:
-                rdtype = dns.rdatatype.to_text(rdataset.rdtype)
+        for rrs in sorted(records[name], key=lambda item: item.rdtype):
+            if rrs.rdtype in _DNSSEC_TYPES:
+                rdtype = dns.rdatatype.to_text(rrs.rdtype)
                 lines.extend(
-                    f"{owner} {rdataset.ttl} IN {rdtype} {rdata.to_text()}\n" for rdata in rdataset
+                    f"{owner} {rrs.ttl} IN {rdtype} {rdata.to_text()}\n" for rdata in rrs.rdatas
                 )
         lines.extend(sig_lines.get(name, ()))
     return "".join(lines)

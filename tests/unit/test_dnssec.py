@@ -57,11 +57,13 @@ WINDOW = SignatureWindow.fresh(NOW, 14 * 86400)
 
 
 def _signed(denial: str, keys: tuple[ZoneKey, ...] = KEYS) -> tuple[dns.zone.Zone, str]:
+    """The example zone signed, as a consumer reads the written text back."""
     zone = dns.zone.from_text(ZONE_TEXT, origin=ORIGIN, relativize=False)
     result = sign_zone(
         zone, keys=keys, spec=DNSSECSpec(denial=denial), window=WINDOW, dnskey_ttl=3600
     )
-    return zone, result.records_text
+    text = ZONE_TEXT + result.records_text
+    return dns.zone.from_text(text, origin=ORIGIN, relativize=False), result.records_text
 
 
 def _rrsets(zone: dns.zone.Zone) -> Iterator[tuple[dns.name.Name, dns.rdatatype.RdataType]]:
@@ -199,6 +201,13 @@ def test_ds_is_sha256_of_the_ksk() -> None:
     owner, ttl, klass, rdtype, tag, algorithm, digest_type, _ = lines[0].split()
     assert (owner, ttl, klass, rdtype) == ("example.com.", "3600", "IN", "DS")
     assert (int(tag), algorithm, digest_type) == (KEYS[0].tag, "15", "2")
+
+
+def test_the_unsigned_zone_is_only_read() -> None:
+    zone = dns.zone.from_text(ZONE_TEXT, origin=ORIGIN, relativize=False)
+    before = zone.to_text()
+    sign_zone(zone, keys=KEYS, spec=DNSSECSpec(denial="nsec3"), window=WINDOW, dnskey_ttl=3600)
+    assert zone.to_text() == before
 
 
 def test_refuses_a_zone_that_holds_dnssec_records_already() -> None:
