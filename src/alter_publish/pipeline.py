@@ -556,13 +556,12 @@ def prove_zone(
     denial = None
     with ZoneServer([zone]) as server:
         host, port = server.address
-        stub = StubResolver(server.address, now, anchors, PROOF_TIMEOUT_SECONDS)
-        for handle_spec in spec.handles:
-            results.append(
-                _prove_handle(stub, handle_spec, spec, expected.get(handle_spec.handle.ref), now)
-            )
-        if secure and spec.find(ABSENT_PROBE.ref) is None:
-            denial = _prove_denial(stub, spec, now)
+        with StubResolver(server.address, now, anchors, PROOF_TIMEOUT_SECONDS) as stub:
+            for handle_spec in spec.handles:
+                want = expected.get(handle_spec.handle.ref)
+                results.append(_prove_handle(stub, handle_spec, spec, want, now))
+            if secure and spec.find(ABSENT_PROBE.ref) is None:
+                denial = _prove_denial(stub, spec, now)
     return ProofReport(
         zone=spec.origin,
         server=f"{host}:{port}",

@@ -11,6 +11,7 @@ then the TXT answer or its NSEC/NSEC3 denial against those keys.
 from __future__ import annotations
 
 import re
+import socket
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 
@@ -120,6 +121,28 @@ class StubResolver:
     _keys: dict[dns.name.Name, tuple[Validation, dns.rrset.RRset | None]] = field(
         default_factory=dict, repr=False
     )
+    _socket: socket.socket | None = field(default=None, repr=False)
+
+    def __enter__(self) -> StubResolver:
+        return self
+
+    def __exit__(self, *exc_info: object) -> None:
+        self.close()
+
+    def close(self) -> None:
+        """Close the UDP socket reused across queries (a new one opens on the next query)."""
+        if self._socket is not None:
+            self._socket.close()
+            self._socket = None
+
+    def _udp_socket(self) -> socket.socket:
+        # One socket for every query of a run: a socket per query costs more than the query.
+        if self._socket is None:
+            family = socket.AF_INET6 if ":" in self.server[0] else socket.AF_INET
+            sock = socket.socket(family, socket.SOCK_DGRAM)
+            sock.setblocking(False)
+            self._socket = sock
+        return self._socket
 
     def exchange(
         self, qname: dns.name.Name, rdtype: dns.rdatatype.RdataType, *, where: str
@@ -140,7 +163,13 @@ class StubResolver:
         transport = "udp"
         try:
             response = dns.query.udp(
-                query, host, port=port, timeout=self.timeout, ignore_trailing=False
+                query,
+                host,
+                port=port,
+                timeout=self.timeout,
+                ignore_trailing=False,
+                ignore_unexpected=True,  # a late reply to an earlier, timed-out query
+                sock=self._udp_socket(),
             )
             if response.flags & dns.flags.TC:
                 transport = "tcp"
@@ -225,7 +254,8 @@ def query_txt(
         ResolveError: no answer in time, an unusable reply, or an rcode other than
             NOERROR/NXDOMAIN.
     """
-    return StubResolver(server, now, anchors, timeout).query_txt(owner)
+    with StubResolver(server, now, anchors, timeout) as stub:
+        return stub.query_txt(owner)
 
 
 def _lenient_names_handle(text: str, handle: Handle) -> int | None:
@@ -328,10 +358,10 @@ def resolve(
     if isinstance(server, StubResolver):
         if server.now != now:
             raise ValueError(f"resolver validates at {server.now}, asked to verify at {now}")
-        stub = server
+        answer = server.query_txt(owner)
     else:
-        stub = StubResolver(server, now, anchors, timeout)
-    answer = stub.query_txt(owner)
+        with StubResolver(server, now, anchors, timeout) as stub:
+            answer = stub.query_txt(owner)
     if answer.dnssec is DNSSECStatus.BOGUS:
         detail = f"DNSSEC validation failed: {answer.reason}"
         return Resolution(handle, owner, answer.dnssec, None, "bogus", detail)
