@@ -25,14 +25,10 @@ import dns.dnssectypes
 import dns.name
 import dns.rdata
 import dns.rdataclass
-import dns.rdataset
 import dns.rdatatype
-import dns.rdtypes.ANY.DS
 import dns.rdtypes.ANY.NSEC
 import dns.rdtypes.ANY.NSEC3
 import dns.rdtypes.ANY.NSEC3PARAM
-import dns.rdtypes.ANY.RRSIG
-import dns.rdtypes.ANY.SOA
 import dns.rdtypes.util
 import dns.zone
 
@@ -100,7 +96,6 @@ class SignedZone:
     """What signing added to a zone."""
 
     records_text: str
-    ds: tuple[dns.rdtypes.ANY.DS.DS, ...]
     ds_text: str
     window: SignatureWindow
     signatures: int
@@ -163,28 +158,6 @@ def _signed_data(
     for rdata_wire in rdata_wires:
         parts.append(owner_wire + _RR_FIXED.pack(rdtype, _IN, ttl, len(rdata_wire)) + rdata_wire)
     return b"".join(parts)
-
-
-def signing_input(
-    owner: dns.name.Name,
-    rdataset: dns.rdataset.Rdataset,
-    rrsig: dns.rdtypes.ANY.RRSIG.RRSIG,
-    origin: dns.name.Name,
-) -> bytes:
-    """RFC 4034 6.2: RRSIG rdata (no signature) || canonical RRs sorted by rdata."""
-    header = _RRSIG_HEADER.pack(
-        rrsig.type_covered,
-        rrsig.algorithm,
-        rrsig.labels,
-        rrsig.original_ttl,
-        rrsig.expiration,
-        rrsig.inception,
-        rrsig.key_tag,
-    ) + _wire(rrsig.signer.canonicalize())
-    wires = sorted({_digestable(rdata, origin) for rdata in rdataset})
-    return _signed_data(
-        header, _wire(owner.canonicalize()), rdataset.rdtype, rrsig.original_ttl, wires
-    )
 
 
 @dataclass(frozen=True, slots=True)
@@ -431,7 +404,6 @@ def sign_zone(
     ds_lines = ds_records(origin, [signer.key for signer in ksks], dnskey_ttl)
     return SignedZone(
         records_text=_dnssec_text(records, sig_lines),
-        ds=tuple(dns.dnssec.make_ds(origin, s.key.dnskey, DS_DIGEST) for s in ksks),
         ds_text="".join(line + "\n" for line in ds_lines),
         window=window,
         signatures=signatures,

@@ -22,7 +22,6 @@ from alter_publish.dnssec import (
     choose_window,
     ds_records,
     sign_zone,
-    signing_input,
 )
 from alter_publish.errors import SigningError
 from alter_publish.keys import ZoneKey, ZoneKeyRole
@@ -88,30 +87,6 @@ def test_every_authoritative_rrset_validates_with_dnspython(denial: str) -> None
         dns.dnssec.validate((name, rdataset), (name, sigs), keyset, ORIGIN, now=NOW)  # type: ignore[arg-type]  # (dnspython accepts Rdataset in the mapping)
     # Only the delegation's NS and the glue below it stay unsigned (RFC 4035 2.2).
     assert sorted(unsigned) == [("ns.sub.example.com.", "A"), ("sub.example.com.", "NS")]
-
-
-@pytest.mark.parametrize(
-    ("denial", "owner", "rdtype"),
-    [
-        pytest.param("nsec", "_alter.blake.example.com.", "TXT", id="txt"),
-        pytest.param("nsec", "_alter.blake.example.com.", "NSEC", id="nsec"),
-        pytest.param("nsec", "example.com.", "DNSKEY", id="dnskey"),
-        pytest.param("nsec", "example.com.", "SOA", id="soa"),
-        pytest.param("nsec3", "example.com.", "NSEC3PARAM", id="nsec3param"),
-    ],
-)
-def test_signing_input_matches_dnspython(denial: str, owner: str, rdtype: str) -> None:
-    zone, _ = _signed(denial)
-    name = dns.name.from_text(owner)
-    covered = dns.rdatatype.from_text(rdtype)
-    rdataset = zone.nodes[name].get_rdataset(IN, covered)
-    sigs = zone.nodes[name].get_rdataset(IN, dns.rdatatype.RRSIG, covered)
-    assert rdataset is not None
-    assert sigs is not None
-    rrsig = sigs[0]
-    rrset = dns.rrset.from_rdata_list(name, rdataset.ttl, list(rdataset))
-    expected = dns.dnssec._make_rrsig_signature_data(rrset, rrsig, ORIGIN)
-    assert signing_input(name, rdataset, rrsig, ORIGIN) == expected
 
 
 def test_nsec3_records_validate_at_their_hashed_owners() -> None:
