@@ -42,7 +42,7 @@ from alter_publish.render import (
     render_zone_text,
     template_context,
 )
-from alter_publish.resolver import StubResolver, resolve
+from alter_publish.resolver import Answer, StubResolver, resolve_answer
 from alter_publish.server import ZoneServer
 from alter_publish.validation import TrustAnchor, parse_trust_anchors, read_trust_anchors
 from alter_publish.version import __version__
@@ -552,16 +552,22 @@ def prove_zone(
     """
     start = time.perf_counter()
     secure = spec.dnssec.enabled
-    results: list[HandleProof] = []
-    denial = None
+    probe = secure and spec.find(ABSENT_PROBE.ref) is None
+    owners = [handle_spec.owner for handle_spec in spec.handles]
+    if probe:
+        owners.append(ABSENT_PROBE.owner(spec.origin))
     with ZoneServer([zone]) as server:
         host, port = server.address
         with StubResolver(server.address, now, anchors, PROOF_TIMEOUT_SECONDS) as stub:
-            for handle_spec in spec.handles:
-                want = expected.get(handle_spec.handle.ref)
-                results.append(_prove_handle(stub, handle_spec, spec, want, now))
-            if secure and spec.find(ABSENT_PROBE.ref) is None:
-                denial = _prove_denial(stub, spec, now)
+            try:  # every query in flight at once; see StubResolver.exchange_many
+                answers = stub.query_txt_many(owners)
+            except ResolveError as exc:  # the zone's DNSKEY query failed
+                answers = [exc] * len(owners)
+    results = [
+        _prove_handle(handle_spec, answer, spec, expected.get(handle_spec.handle.ref), now)
+        for handle_spec, answer in zip(spec.handles, answers, strict=False)
+    ]
+    denial = _prove_denial(answers[-1], spec, now) if probe else None
     return ProofReport(
         zone=spec.origin,
         server=f"{host}:{port}",
@@ -572,19 +578,22 @@ def prove_zone(
 
 
 def _prove_handle(
-    stub: StubResolver, handle_spec: HandleSpec, spec: ZoneSpec, want: str | None, now: int
+    handle_spec: HandleSpec,
+    answer: Answer | ResolveError,
+    spec: ZoneSpec,
+    want: str | None,
+    now: int,
 ) -> HandleProof:
     ref, owner = handle_spec.handle.ref, handle_spec.owner
-    try:
-        resolution = resolve(
-            handle_spec.handle,
-            server=stub,
-            substrate=spec.origin,
-            now=now,
-            allow_insecure=not spec.dnssec.enabled,
-        )
-    except ResolveError as exc:
-        return HandleProof(ref, owner, "network", exc.what, "unknown")
+    if isinstance(answer, ResolveError):
+        return HandleProof(ref, owner, "network", answer.what, "unknown")
+    resolution = resolve_answer(
+        handle_spec.handle,
+        answer,
+        substrate=spec.origin,
+        now=now,
+        allow_insecure=not spec.dnssec.enabled,
+    )
     status = str(resolution.dnssec)
     if not resolution.ok or resolution.envelope is None:
         category = resolution.category or "not-found"
@@ -597,13 +606,12 @@ def _prove_handle(
     return HandleProof(ref, owner, None, resolution.detail, status, resolution.envelope)
 
 
-def _prove_denial(stub: StubResolver, spec: ZoneSpec, now: int) -> HandleProof:
+def _prove_denial(answer: Answer | ResolveError, spec: ZoneSpec, now: int) -> HandleProof:
     """An unpublished handle must resolve to a validated denial, never to a record."""
     ref, owner = ABSENT_PROBE.ref, ABSENT_PROBE.owner(spec.origin)
-    try:
-        resolution = resolve(ABSENT_PROBE, server=stub, substrate=spec.origin, now=now)
-    except ResolveError as exc:
-        return HandleProof(ref, owner, "network", exc.what, "unknown")
+    if isinstance(answer, ResolveError):
+        return HandleProof(ref, owner, "network", answer.what, "unknown")
+    resolution = resolve_answer(ABSENT_PROBE, answer, substrate=spec.origin, now=now)
     status = str(resolution.dnssec)
     if resolution.category == "not-found" and status == "secure":
         return HandleProof(ref, owner, None, "denial of existence validated", status)

@@ -11,7 +11,9 @@ then the TXT answer or its NSEC/NSEC3 denial against those keys.
 from __future__ import annotations
 
 import re
+import select
 import socket
+import time
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 
@@ -50,11 +52,14 @@ __all__ = [
     "StubResolver",
     "query_txt",
     "resolve",
+    "resolve_answer",
     "select_envelope",
 ]
 
 EDNS_PAYLOAD_OCTETS = 1232
 DEFAULT_TIMEOUT_SECONDS = 3.0
+PIPELINE_WINDOW = 64  # queries in flight at once; ~64 replies fit any socket buffer
+QUERY_TRIES = 2  # a UDP query is sent at most this often before it times out
 _LENIENT_H = re.compile(r"(?:^|;)\s*h\s*=\s*([^;\s]+)")
 _LENIENT_E = re.compile(r"(?:^|;)\s*e\s*=\s*([0-9]{1,10})\s*(?:;|$)")
 
@@ -157,9 +162,7 @@ class StubResolver:
                 NOERROR/NXDOMAIN.
         """
         host, port = self.server
-        query = dns.message.make_query(
-            qname, rdtype, want_dnssec=True, use_edns=0, payload=EDNS_PAYLOAD_OCTETS
-        )
+        query = _make_query(qname, rdtype)
         transport = "udp"
         try:
             response = dns.query.udp(
@@ -172,18 +175,142 @@ class StubResolver:
                 sock=self._udp_socket(),
             )
             if response.flags & dns.flags.TC:
-                transport = "tcp"
-                response = dns.query.tcp(query, host, port=port, timeout=self.timeout)
+                return self._exchange_tcp(query, where=where), "tcp"
         except dns.exception.Timeout as exc:
-            raise ResolveError(
-                f"no answer from {host}:{port} within {self.timeout:g} s", where=where
-            ) from exc
+            raise self._timeout(where) from exc
         except (OSError, dns.exception.DNSException) as exc:
             raise ResolveError(f"query to {host}:{port} failed: {exc}", where=where) from exc
+        return self._usable(response, where), transport
+
+    def _timeout(self, where: str) -> ResolveError:
+        host, port = self.server
+        return ResolveError(f"no answer from {host}:{port} within {self.timeout:g} s", where=where)
+
+    def _usable(self, response: dns.message.Message, where: str) -> dns.message.Message:
         rcode = response.rcode()
         if rcode not in (dns.rcode.NOERROR, dns.rcode.NXDOMAIN):
+            host, port = self.server
             raise ResolveError(f"{host}:{port} answered {dns.rcode.to_text(rcode)}", where=where)
-        return response, transport
+        return response
+
+    def _exchange_tcp(self, query: dns.message.Message, *, where: str) -> dns.message.Message:
+        host, port = self.server
+        try:
+            response = dns.query.tcp(query, host, port=port, timeout=self.timeout)
+        except dns.exception.Timeout as exc:
+            raise self._timeout(where) from exc
+        except (OSError, dns.exception.DNSException) as exc:
+            raise ResolveError(f"query to {host}:{port} failed: {exc}", where=where) from exc
+        return self._usable(response, where)
+
+    def exchange_many(
+        self, names: Sequence[dns.name.Name], rdtype: dns.rdatatype.RdataType
+    ) -> list[tuple[dns.message.Message, str] | ResolveError]:
+        """Ask many questions over one UDP socket with up to ``PIPELINE_WINDOW`` in flight.
+
+        Each query is sent again once if unanswered after ``timeout``; a truncated reply
+        is asked again over TCP. Results come back in the order of ``names``.
+
+        Returns:
+            Per name, ``(response, transport)`` or the :class:`ResolveError` it met.
+        """
+        sock = self._udp_socket()
+        results: list[tuple[dns.message.Message, str] | ResolveError | None] = [None] * len(names)
+        pending: dict[int, _InFlight] = {}
+        upcoming = iter(enumerate(names))
+        exhausted = False
+        while True:
+            while not exhausted and len(pending) < PIPELINE_WINDOW:
+                item = next(upcoming, None)
+                if item is None:
+                    exhausted = True
+                    break
+                index, name = item
+                query = _make_query(name, rdtype)
+                query.id = index % 65536  # unique among the in-flight queries
+                flight = _InFlight(index, query, query.to_wire())
+                pending[query.id] = flight
+                self._send(sock, flight, results)
+            if not pending:
+                break
+            now = time.monotonic()
+            wait = max(0.0, min(flight.sent_at for flight in pending.values()) + self.timeout - now)
+            if select.select([sock], [], [], wait)[0]:
+                self._receive(sock, pending, results)
+            self._expire(sock, pending, results)
+        done: list[tuple[dns.message.Message, str] | ResolveError] = []
+        for result in results:
+            assert result is not None  # noqa: S101 (the loop ends only when nothing is pending)
+            done.append(result)
+        return done
+
+    def _send(
+        self,
+        sock: socket.socket,
+        flight: _InFlight,
+        results: list[tuple[dns.message.Message, str] | ResolveError | None],
+    ) -> None:
+        flight.sent_at = time.monotonic()
+        flight.tries += 1
+        try:
+            sock.sendto(flight.wire, self.server)
+        except OSError as exc:  # e.g. the socket buffer is full: count it as lost
+            if flight.tries > 1:
+                where = flight.query.question[0].name.to_text()
+                results[flight.index] = ResolveError(f"send failed: {exc}", where=where)
+
+    def _receive(
+        self,
+        sock: socket.socket,
+        pending: dict[int, _InFlight],
+        results: list[tuple[dns.message.Message, str] | ResolveError | None],
+    ) -> None:
+        while True:
+            try:
+                wire, source = sock.recvfrom(65535)
+            except (BlockingIOError, InterruptedError):
+                return
+            except OSError:  # ICMP port unreachable and the like: the expiry handles it
+                return
+            if source[:2] != self.server or len(wire) < 2:
+                continue
+            flight = pending.get(int.from_bytes(wire[:2], "big"))
+            if flight is None:
+                continue  # a late duplicate
+            where = flight.query.question[0].name.to_text()
+            try:
+                response = dns.message.from_wire(wire, ignore_trailing=False)
+                if not flight.query.is_response(response):
+                    continue
+                if response.flags & dns.flags.TC:
+                    results[flight.index] = (self._exchange_tcp(flight.query, where=where), "tcp")
+                else:
+                    results[flight.index] = (self._usable(response, where), "udp")
+            except ResolveError as exc:
+                results[flight.index] = exc
+            except dns.exception.DNSException as exc:
+                host, port = self.server
+                results[flight.index] = ResolveError(
+                    f"unusable reply from {host}:{port}: {exc}", where=where
+                )
+            del pending[flight.query.id]
+
+    def _expire(
+        self,
+        sock: socket.socket,
+        pending: dict[int, _InFlight],
+        results: list[tuple[dns.message.Message, str] | ResolveError | None],
+    ) -> None:
+        now = time.monotonic()
+        for query_id, flight in list(pending.items()):
+            if results[flight.index] is not None:
+                del pending[query_id]
+            elif now - flight.sent_at >= self.timeout:
+                if flight.tries >= QUERY_TRIES:
+                    results[flight.index] = self._timeout(flight.query.question[0].name.to_text())
+                    del pending[query_id]
+                else:
+                    self._send(sock, flight, results)
 
     def zone_keys(self, anchor: TrustAnchor) -> tuple[Validation, dns.rrset.RRset | None]:
         """The anchor zone's DNSKEY rrset, validated against the anchor (cached).
@@ -208,6 +335,31 @@ class StubResolver:
         """
         name = dns.name.from_text(owner)
         response, transport = self.exchange(name, dns.rdatatype.TXT, where=owner)
+        return self._answer(owner, name, response, transport)
+
+    def query_txt_many(self, owners: Sequence[str]) -> list[Answer | ResolveError]:
+        """:meth:`query_txt` for many owners at once, pipelined (see :meth:`exchange_many`).
+
+        Returns:
+            Per owner, its answer or the :class:`ResolveError` it met.
+
+        Raises:
+            ResolveError: the DNSKEY query of an anchored zone failed.
+        """
+        names = [dns.name.from_text(owner) for owner in owners]
+        answers: list[Answer | ResolveError] = []
+        for owner, name, result in zip(
+            owners, names, self.exchange_many(names, dns.rdatatype.TXT), strict=True
+        ):
+            if isinstance(result, ResolveError):
+                answers.append(result)
+            else:
+                answers.append(self._answer(owner, name, *result))
+        return answers
+
+    def _answer(
+        self, owner: str, name: dns.name.Name, response: dns.message.Message, transport: str
+    ) -> Answer:
         texts: list[str] = []
         for rrset in response.answer:
             # Only what validation looks at: class IN TXT at the owner itself.
@@ -238,6 +390,23 @@ class StubResolver:
         return validate_response(
             response, name, dns.rdatatype.TXT, zone=anchor.zone, dnskeys=dnskeys, now=self.now
         )
+
+
+@dataclass
+class _InFlight:
+    """One query of :meth:`StubResolver.exchange_many` waiting for its reply."""
+
+    index: int
+    query: dns.message.Message
+    wire: bytes
+    sent_at: float = 0.0
+    tries: int = 0
+
+
+def _make_query(qname: dns.name.Name, rdtype: dns.rdatatype.RdataType) -> dns.message.Message:
+    return dns.message.make_query(
+        qname, rdtype, want_dnssec=True, use_edns=0, payload=EDNS_PAYLOAD_OCTETS
+    )
 
 
 def query_txt(
@@ -362,6 +531,26 @@ def resolve(
     else:
         with StubResolver(server, now, anchors, timeout) as stub:
             answer = stub.query_txt(owner)
+    return resolve_answer(
+        handle, answer, substrate=substrate, now=now, allow_insecure=allow_insecure, pinned=pinned
+    )
+
+
+def resolve_answer(
+    handle: Handle,
+    answer: Answer,
+    *,
+    substrate: str | None,
+    now: int,
+    allow_insecure: bool = False,
+    pinned: tuple[int, bytes] | None = None,
+) -> Resolution:
+    """Spec section 7 from a TXT answer already had: DNSSEC status, then the envelopes.
+
+    Returns:
+        The resolution; check ``ok`` and ``category``.
+    """
+    owner = answer.owner
     if answer.dnssec is DNSSECStatus.BOGUS:
         detail = f"DNSSEC validation failed: {answer.reason}"
         return Resolution(handle, owner, answer.dnssec, None, "bogus", detail)

@@ -10,6 +10,11 @@ Both are pure: the time comes in as ``now``, a :class:`Validation` comes out,
 and bad data never raises. Internally a failed check raises
 :class:`_NotSecureError`, which the two public functions turn into a verdict.
 
+Trust anchors are parsed in :mod:`alter_publish.anchors`; :class:`TrustAnchor`,
+:func:`parse_trust_anchors`, :func:`read_trust_anchors` and :func:`anchor_for`
+are re-exported here. NSEC3 owner hashes come from
+:func:`alter_publish.nsec3.nsec3_hash`, the one the loopback server uses.
+
 Not implemented (the answer is then bogus or insecure, never falsely secure):
 wildcard NODATA proofs, NSEC3 opt-out for DS, insecure delegations below the
 zone, DNAME.
@@ -18,11 +23,10 @@ zone, DNAME.
 from __future__ import annotations
 
 import base64
-from collections.abc import Iterable, Iterator, Sequence
+from collections.abc import Iterable
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from enum import StrEnum
-from pathlib import Path
 from typing import Final, cast
 
 import dns.dnssec
@@ -44,9 +48,9 @@ import dns.rdtypes.ANY.NSEC3
 import dns.rdtypes.ANY.RRSIG
 import dns.rdtypes.dnskeybase
 import dns.rrset
-import dns.ttl
 
-from alter_publish.errors import UsageError
+from alter_publish.anchors import TrustAnchor, anchor_for, parse_trust_anchors, read_trust_anchors
+from alter_publish.nsec3 import nsec3_hash
 
 __all__ = [
     "CNAME_CHAIN_MAX",
@@ -81,7 +85,6 @@ _RRSIG: Final = int(dns.rdatatype.RRSIG)
 _NSEC: Final = int(dns.rdatatype.NSEC)
 _DNSKEY: Final = int(dns.rdatatype.DNSKEY)
 _NSEC3: Final = int(dns.rdatatype.NSEC3)
-_ANCHOR_TYPES: Final = frozenset({_DS, _DNSKEY})
 _DENIAL_TYPES: Final = frozenset({_SOA, _NSEC, _NSEC3})
 
 # Rdata classes, for annotations and isinstance checks (the _UPPER names above are type codes).
@@ -100,21 +103,6 @@ class DNSSECStatus(StrEnum):
     SECURE = "secure"
     INSECURE = "insecure"
     BOGUS = "bogus"
-
-
-@dataclass(frozen=True, slots=True)
-class TrustAnchor:
-    """The DS and DNSKEY records configured as trusted for one zone.
-
-    Attributes:
-        zone: the zone apex, absolute.
-        ds: DS records for the zone's key-signing keys.
-        dnskeys: DNSKEY records trusted as they are.
-    """
-
-    zone: dns.name.Name
-    ds: tuple[dns.rdtypes.ANY.DS.DS, ...]
-    dnskeys: tuple[dns.rdtypes.ANY.DNSKEY.DNSKEY, ...]
 
 
 @dataclass(frozen=True, slots=True)
@@ -147,144 +135,6 @@ def _bogus(reason: str) -> _NotSecureError:
 
 def _insecure(reason: str) -> _NotSecureError:
     return _NotSecureError(DNSSECStatus.INSECURE, reason)
-
-
-# --------------------------------------------------------------------------
-# Trust anchors
-# --------------------------------------------------------------------------
-
-
-def parse_trust_anchors(text: str, *, where: str) -> tuple[TrustAnchor, ...]:
-    """Parse DS and DNSKEY records in master-file syntax into trust anchors.
-
-    Owners must be absolute (or relative to a preceding ``$ORIGIN``); TTL and
-    class are optional; ``$TTL`` is accepted and ignored; records may span
-    lines inside parentheses; ``;`` starts a comment.
-
-    Args:
-        text: the file's contents.
-        where: the file name, used in error messages.
-
-    Returns:
-        One anchor per owner name, sorted by name.
-
-    Raises:
-        UsageError: a line is not a DS or DNSKEY record with an absolute owner
-            and good rdata, or the text holds no record at all.
-    """
-    found: dict[dns.name.Name, tuple[list[DS], list[DNSKEY]]] = {}
-    origin: dns.name.Name | None = None
-    for line, record in _records(text, where):
-        here = f"{where}:{line}"
-        keyword, _, rest = record.partition(" ")
-        if keyword.upper() == "$TTL":
-            continue
-        if keyword.upper() == "$ORIGIN":
-            origin = _owner(rest.strip(), None, here)
-            continue
-        owner, rdata = _parse_record(record, origin, here)
-        ds, dnskeys = found.setdefault(owner, ([], []))
-        if isinstance(rdata, DS):
-            ds.append(rdata)
-        else:
-            dnskeys.append(cast("DNSKEY", rdata))
-    if not found:
-        raise UsageError("no DS or DNSKEY records in trust anchor file", where=where)
-    return tuple(
-        TrustAnchor(zone, tuple(found[zone][0]), tuple(found[zone][1])) for zone in sorted(found)
-    )
-
-
-def read_trust_anchors(path: Path) -> tuple[TrustAnchor, ...]:
-    """Read and parse a trust anchor file (see :func:`parse_trust_anchors`).
-
-    Args:
-        path: the file.
-
-    Returns:
-        The anchors, sorted by zone.
-
-    Raises:
-        UsageError: the file is missing, unreadable, not UTF-8 or not valid.
-    """
-    try:
-        text = path.read_text(encoding="utf-8")
-    except (OSError, UnicodeDecodeError) as exc:
-        what = exc.strerror if isinstance(exc, OSError) and exc.strerror else str(exc)
-        raise UsageError(f"cannot read trust anchors: {what}", where=str(path)) from exc
-    return parse_trust_anchors(text, where=str(path))
-
-
-def anchor_for(anchors: Sequence[TrustAnchor], name: dns.name.Name) -> TrustAnchor | None:
-    """Return the anchor with the deepest zone at or above ``name``, or None."""
-    covering = [anchor for anchor in anchors if name.is_subdomain(anchor.zone)]
-    return max(covering, key=lambda anchor: len(anchor.zone), default=None)
-
-
-def _records(text: str, where: str) -> Iterator[tuple[int, str]]:
-    """Yield ``(first line number, record text)`` with comments and parentheses removed."""
-    pending: list[str] = []
-    start = depth = 0
-    for number, raw in enumerate(text.splitlines(), start=1):
-        line = raw.split(";", 1)[0]
-        if not pending:
-            if not line.strip():
-                continue
-            start = number
-        pending.append(line)
-        depth += line.count("(") - line.count(")")
-        if depth < 0:
-            raise UsageError("unbalanced parentheses", where=f"{where}:{start}")
-        if depth == 0:
-            yield start, " ".join(" ".join(pending).replace("(", " ").replace(")", " ").split())
-            pending, depth = [], 0
-    if pending:
-        raise UsageError("unbalanced parentheses", where=f"{where}:{start}")
-
-
-def _owner(text: str, origin: dns.name.Name | None, here: str) -> dns.name.Name:
-    try:
-        name = dns.name.from_text(text, origin=origin)
-    except dns.exception.DNSException as exc:
-        raise UsageError(f"bad owner name {text!r}: {exc}", where=here) from exc
-    if not name.is_absolute():
-        raise UsageError(f"owner name {text!r} is relative; end it with '.'", where=here)
-    return name
-
-
-def _parse_record(
-    record: str, origin: dns.name.Name | None, here: str
-) -> tuple[dns.name.Name, dns.rdata.Rdata]:
-    fields = record.split()
-    owner = _owner(fields[0], origin, here)
-    index = 1
-    while index < min(len(fields), 3) and _is_ttl_or_class(fields[index]):
-        index += 1
-    type_text = fields[index] if index < len(fields) else ""
-    try:
-        rdtype: dns.rdatatype.RdataType | None = dns.rdatatype.from_text(type_text)
-    except dns.exception.DNSException:
-        rdtype = None
-    if rdtype not in _ANCHOR_TYPES:
-        raise UsageError(f"expected a DS or DNSKEY record, got {type_text!r}", where=here)
-    rest = record.split(None, index + 1)[index + 1] if len(fields) > index + 1 else ""
-    try:
-        rdata = dns.rdata.from_text(dns.rdataclass.IN, rdtype, rest, origin, relativize=False)
-    except (dns.exception.DNSException, ValueError) as exc:
-        raise UsageError(f"bad {type_text.upper()} rdata: {exc}", where=here) from exc
-    if isinstance(rdata, DNSKEY) and not rdata.flags & _ZONE_KEY:
-        raise UsageError("DNSKEY without the zone-key flag cannot be an anchor", where=here)
-    return owner, rdata
-
-
-def _is_ttl_or_class(text: str) -> bool:
-    if text.upper() == "IN":
-        return True
-    try:
-        dns.ttl.from_text(text)
-    except dns.exception.DNSException:
-        return False
-    return True
 
 
 # --------------------------------------------------------------------------
@@ -663,7 +513,7 @@ class _Denial:
         key = (name, bytes(rdata.salt), int(rdata.iterations))
         hashed = self.hashes.get(key)
         if hashed is None:
-            hashed = dns.dnssec.nsec3_hash(name, key[1], key[2], _NSEC3_HASH_SHA1)
+            hashed = nsec3_hash(name, key[1], key[2], _NSEC3_HASH_SHA1)
             self.hashes[key] = hashed
         return hashed
 

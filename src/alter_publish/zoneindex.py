@@ -17,8 +17,10 @@ delegations the NSEC3 matching the name, or the closest provable encloser
 proof where no NSEC3 matches (Opt-Out). The hashed owner names of NSEC3
 rrsets are not names of the zone (RFC 5155 section 7.2.8): a query for one is
 answered with its NSEC3 rrset for qtype NSEC3 or ANY and as NXDOMAIN, with
-proofs, for every other type. Other signed zones get NSEC proofs (RFC 4035
-section 3.1.3). Signatures are served as they are, never made or checked.
+proofs, for every other type. The sorted NSEC3 chain these proofs are picked
+from is :class:`~alter_publish.nsec3.Nsec3Chain` (re-exported here). Other
+signed zones get NSEC proofs (RFC 4035 section 3.1.3). Signatures are served
+as they are, never made or checked.
 
 Not implemented (on purpose, the zones we serve do not need them): wildcard
 synthesis (so no wildcard answer or wildcard NODATA proofs), zone transfers
@@ -31,13 +33,11 @@ from __future__ import annotations
 import bisect
 import logging
 import struct
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from types import MappingProxyType
 from typing import Final, cast
 
-import dns.dnssec
-import dns.dnssectypes
 import dns.exception
 import dns.flags
 import dns.message
@@ -49,13 +49,12 @@ import dns.rdataclass
 import dns.rdatatype
 import dns.rdtypes.ANY.CNAME
 import dns.rdtypes.ANY.NS
-import dns.rdtypes.ANY.NSEC3
-import dns.rdtypes.ANY.NSEC3PARAM
 import dns.rdtypes.ANY.SOA
 import dns.rrset
 import dns.zone
 
 from alter_publish.errors import ServeError
+from alter_publish.nsec3 import Nsec3Chain, find_hashed_owners
 
 __all__ = [
     "CACHEABLE_QUERY_OCTETS_MAX",
@@ -103,7 +102,6 @@ _DS: Final = int(dns.rdatatype.DS)
 _RRSIG: Final = int(dns.rdatatype.RRSIG)
 _NSEC: Final = int(dns.rdatatype.NSEC)
 _NSEC3: Final = int(dns.rdatatype.NSEC3)
-_NSEC3PARAM: Final = int(dns.rdatatype.NSEC3PARAM)
 _ANY: Final = int(dns.rdatatype.ANY)
 _GLUE_TYPES: Final = (int(dns.rdatatype.A), int(dns.rdatatype.AAAA))
 _TRANSFER_TYPES: Final = frozenset({int(dns.rdatatype.AXFR), int(dns.rdatatype.IXFR)})
@@ -139,159 +137,6 @@ class Resolution:
     answer: tuple[dns.rrset.RRset, ...] = ()
     authority: tuple[dns.rrset.RRset, ...] = ()
     additional: tuple[dns.rrset.RRset, ...] = ()
-
-
-@dataclass(frozen=True, slots=True, eq=False)
-class Nsec3Chain:
-    """The NSEC3 chain of one zone, sorted for denial proofs (RFC 5155).
-
-    Attributes:
-        algorithm: the hash algorithm of the apex NSEC3PARAM (1, SHA-1).
-        iterations: the additional hash iterations of the apex NSEC3PARAM.
-        salt: the salt of the apex NSEC3PARAM.
-        hashes: the hash labels of the chain's owners, upper case, sorted
-            (base32hex sorts as the hashes it encodes).
-        owners: the owner names of the chain's NSEC3 rrsets, in ``hashes`` order.
-        hashed_owners: the owner of every NSEC3 rrset in the zone, whatever
-            its parameters; none of them is a name of the zone.
-        known_hashes: precomputed hashes: every name of the zone and the
-            wildcard name directly below each.
-    """
-
-    algorithm: int
-    iterations: int
-    salt: bytes
-    hashes: tuple[str, ...]
-    owners: tuple[dns.name.Name, ...]
-    hashed_owners: frozenset[dns.name.Name]
-    known_hashes: Mapping[dns.name.Name, str]
-
-    @classmethod
-    def build(
-        cls,
-        origin: dns.name.Name,
-        nodes: Mapping[dns.name.Name, Node],
-        names: Iterable[dns.name.Name],
-    ) -> Nsec3Chain | None:
-        """Index the NSEC3 chain of a zone, if the zone is signed with NSEC3.
-
-        Args:
-            origin: the zone apex.
-            nodes: every owner name of the zone -> its rrsets.
-            names: the names of the zone (owners and empty non-terminals, but
-                not the hashed owner names).
-
-        Returns:
-            The chain, or ``None`` when the apex has no NSEC3PARAM rrset or
-            the zone has no NSEC3 rrset.
-
-        Raises:
-            ServeError: no NSEC3PARAM with flags 0 has NSEC3 records with its
-                parameters, or the chosen one uses a hash algorithm other than
-                SHA-1.
-        """
-        hashed_owners = _nsec3_owners(origin, nodes)
-        param_rrset = nodes.get(origin, {}).get((_NSEC3PARAM, _NONE))
-        if param_rrset is None or not hashed_owners:
-            return None
-        where = origin.to_text()
-        # RFC 5155 4.1.2: NSEC3PARAM with other flags must be ignored by servers.
-        params = [
-            cast("dns.rdtypes.ANY.NSEC3PARAM.NSEC3PARAM", rdata)
-            for rdata in param_rrset
-            if cast("dns.rdtypes.ANY.NSEC3PARAM.NSEC3PARAM", rdata).flags == 0
-        ]
-        for param in params:  # more than one while a chain is replaced: the first one present
-            chain = sorted(
-                (owner[0].upper().decode("latin-1"), owner)
-                for owner in hashed_owners
-                if _has_params(nodes[owner][(_NSEC3, _NONE)], param)
-            )
-            if chain:
-                break
-        else:
-            raise ServeError(
-                "no NSEC3 records have the parameters of an NSEC3PARAM with flags 0",
-                where=where,
-            )
-        if param.algorithm != dns.dnssectypes.NSEC3Hash.SHA1:
-            raise ServeError(f"unsupported NSEC3 hash algorithm {param.algorithm}", where=where)
-        known: dict[dns.name.Name, str] = {}
-        for name in names:
-            for hashed in (name, dns.name.Name((_WILDCARD_LABEL, *name.labels))):
-                known[hashed] = _hash(hashed, param.salt, param.iterations, param.algorithm)
-        return cls(
-            algorithm=param.algorithm,
-            iterations=param.iterations,
-            salt=param.salt,
-            hashes=tuple(label for label, _ in chain),
-            owners=tuple(owner for _, owner in chain),
-            hashed_owners=hashed_owners,
-            known_hashes=MappingProxyType(known),
-        )
-
-    def hash_name(self, name: dns.name.Name) -> str:
-        """Return the NSEC3 hash of ``name`` as an upper-case base32hex label."""
-        known = self.known_hashes.get(name)
-        if known is not None:
-            return known
-        return _hash(name, self.salt, self.iterations, self.algorithm)
-
-    def matching(self, name: dns.name.Name) -> dns.name.Name | None:
-        """Return the owner of the NSEC3 that matches ``name`` (its hash), if any."""
-        digest = self.hash_name(name)
-        index = bisect.bisect_left(self.hashes, digest)
-        if index < len(self.hashes) and self.hashes[index] == digest:
-            return self.owners[index]
-        return None
-
-    def covering(self, name: dns.name.Name) -> dns.name.Name:
-        """Return the owner of the NSEC3 that covers (or matches) ``name``.
-
-        A hash before the first owner's is covered by the last NSEC3, whose
-        next hashed owner wraps around to the first.
-        """
-        index = bisect.bisect_right(self.hashes, self.hash_name(name)) - 1
-        return self.owners[index]  # -1 wraps to the last NSEC3, as the chain does
-
-
-def _nsec3_owners(
-    origin: dns.name.Name, nodes: Mapping[dns.name.Name, Node]
-) -> frozenset[dns.name.Name]:
-    """Return the hashed owner names of a zone: NSEC3 owners directly below the apex.
-
-    Args:
-        origin: the zone apex.
-        nodes: every owner name of the zone -> its rrsets.
-
-    Returns:
-        The owners (empty when the apex has no NSEC3PARAM rrset: the zone is
-        then not served as an NSEC3 zone and its NSEC3 rrsets are plain data).
-    """
-    if (_NSEC3PARAM, _NONE) not in nodes.get(origin, {}):
-        return frozenset()
-    depth = len(origin) + 1
-    return frozenset(
-        owner for owner, node in nodes.items() if len(owner) == depth and (_NSEC3, _NONE) in node
-    )
-
-
-def _has_params(rrset: dns.rrset.RRset, param: dns.rdtypes.ANY.NSEC3PARAM.NSEC3PARAM) -> bool:
-    """Whether an NSEC3 rrset holds a record with the hash parameters of ``param``."""
-    for rdata in rrset:
-        nsec3 = cast("dns.rdtypes.ANY.NSEC3.NSEC3", rdata)
-        if (nsec3.algorithm, nsec3.iterations, nsec3.salt) == (
-            param.algorithm,
-            param.iterations,
-            param.salt,
-        ):
-            return True
-    return False
-
-
-def _hash(name: dns.name.Name, salt: bytes, iterations: int, algorithm: int) -> str:
-    """The NSEC3 hash of ``name`` as an upper-case base32hex label."""
-    return dns.dnssec.nsec3_hash(name, salt, iterations, algorithm)
 
 
 @dataclass(frozen=True, slots=True, eq=False)
@@ -363,7 +208,7 @@ class IndexedZone:
             else dns.rrset.from_rdata_list(origin, negative_ttl, list(soa_sig))
         )
 
-        hashed_owners = _nsec3_owners(origin, nodes)
+        hashed_owners = find_hashed_owners(origin, nodes)
         names: set[dns.name.Name] = {origin}
         for owner in nodes:
             if owner in hashed_owners:
