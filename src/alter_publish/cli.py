@@ -226,7 +226,14 @@ def resolve(
         bool,
         typer.Option("--allow-insecure", help="Accept answers that are not DNSSEC-validated."),
     ] = False,
-    timeout: Annotated[float, typer.Option("--timeout", help="Seconds per query.", min=0.1)] = 3.0,
+    timeout: Annotated[
+        float,
+        typer.Option(
+            "--timeout",
+            help="Seconds to wait for a reply; an unanswered query is sent once more.",
+            min=0.1,
+        ),
+    ] = 3.0,
     as_json: JsonOption = False,
 ) -> None:
     """Resolve and verify a handle against any name server (spec section 7)."""

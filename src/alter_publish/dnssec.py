@@ -35,10 +35,10 @@ import dns.zone
 from alter_publish.errors import SigningError
 from alter_publish.keys import ZoneKey, ZoneKeyRole
 from alter_publish.model import DNSSECSpec
+from alter_publish.nsec3 import NSEC3_HASH_SHA1, nsec3_hash
 
 ALGORITHM = dns.dnssectypes.Algorithm.ED25519
 INCEPTION_BACKDATE_SECONDS = 3600  # tolerate validators whose clocks run behind
-NSEC3_HASH_SHA1 = 1
 NSEC3PARAM_TTL_SECONDS = 0  # RFC 5155 4: not used by resolvers; 0 as BIND does
 DS_DIGEST = "SHA256"
 RRSIG_TIME_LIMIT = 2**32  # RRSIG times are 32-bit seconds (serial arithmetic aside)
@@ -311,7 +311,7 @@ def _add_nsec3_chain(
     records[origin].append(_RRs(_NSEC3PARAM, NSEC3PARAM_TTL_SECONDS, (param,)))
     entries: list[tuple[bytes, list[dns.rdatatype.RdataType]]] = []
     for name in (*shape.authoritative, *shape.empty_non_terminals):  # order: by hash, below
-        hashed = dns.dnssec.nsec3_hash(name, salt, iterations, NSEC3_HASH_SHA1)
+        hashed = nsec3_hash(name, salt, iterations, NSEC3_HASH_SHA1)  # same as the server
         types: list[dns.rdatatype.RdataType] = []
         if name in records:
             delegation = name in shape.cuts

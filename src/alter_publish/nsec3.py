@@ -31,11 +31,14 @@ import dns.rrset
 from alter_publish.errors import ServeError
 
 __all__ = [
+    "NSEC3_HASH_SHA1",
     "Nsec3Chain",
     "find_hashed_owners",
     "nsec3_hash",
 ]
 
+#: The one NSEC3 hash algorithm (RFC 5155 section 11).
+NSEC3_HASH_SHA1: Final = int(dns.dnssectypes.NSEC3Hash.SHA1)
 _NONE: Final = int(dns.rdatatype.NONE)
 _NSEC3: Final = int(dns.rdatatype.NSEC3)
 _NSEC3PARAM: Final = int(dns.rdatatype.NSEC3PARAM)
@@ -158,7 +161,7 @@ class Nsec3Chain:
                 "no NSEC3 records have the parameters of an NSEC3PARAM with flags 0",
                 where=where,
             )
-        if param.algorithm != dns.dnssectypes.NSEC3Hash.SHA1:
+        if param.algorithm != NSEC3_HASH_SHA1:
             raise ServeError(f"unsupported NSEC3 hash algorithm {param.algorithm}", where=where)
         known: dict[dns.name.Name, str] = {}
         for name in names:

@@ -152,7 +152,7 @@ class StubResolver:
     def exchange(
         self, qname: dns.name.Name, rdtype: dns.rdatatype.RdataType, *, where: str
     ) -> tuple[dns.message.Message, str]:
-        """Send one DO query over UDP, retrying over TCP on truncation.
+        """Ask one DO question (the one-query case of :meth:`exchange_many`).
 
         Returns:
             ``(response, transport)``.
@@ -161,26 +161,10 @@ class StubResolver:
             ResolveError: no answer in time, an unusable reply, or an rcode other than
                 NOERROR/NXDOMAIN.
         """
-        host, port = self.server
-        query = _make_query(qname, rdtype)
-        transport = "udp"
-        try:
-            response = dns.query.udp(
-                query,
-                host,
-                port=port,
-                timeout=self.timeout,
-                ignore_trailing=False,
-                ignore_unexpected=True,  # a late reply to an earlier, timed-out query
-                sock=self._udp_socket(),
-            )
-            if response.flags & dns.flags.TC:
-                return self._exchange_tcp(query, where=where), "tcp"
-        except dns.exception.Timeout as exc:
-            raise self._timeout(where) from exc
-        except (OSError, dns.exception.DNSException) as exc:
-            raise ResolveError(f"query to {host}:{port} failed: {exc}", where=where) from exc
-        return self._usable(response, where), transport
+        (result,) = self.exchange_many([qname], rdtype)
+        if isinstance(result, ResolveError):
+            raise ResolveError(result.what, where=where) from result
+        return result
 
     def _timeout(self, where: str) -> ResolveError:
         host, port = self.server

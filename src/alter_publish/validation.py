@@ -50,7 +50,7 @@ import dns.rdtypes.dnskeybase
 import dns.rrset
 
 from alter_publish.anchors import TrustAnchor, anchor_for, parse_trust_anchors, read_trust_anchors
-from alter_publish.nsec3 import nsec3_hash
+from alter_publish.nsec3 import NSEC3_HASH_SHA1, nsec3_hash
 
 __all__ = [
     "CNAME_CHAIN_MAX",
@@ -73,7 +73,6 @@ CNAME_CHAIN_MAX: Final = 8
 _DS_DIGESTS_STRONG: Final = frozenset({2, 4})  # SHA-256, SHA-384
 _DS_DIGEST_SHA1: Final = 1
 _ALGORITHMS_DENIED: Final = frozenset({1, 3, 6})  # RSAMD5, DSA, DSA-NSEC3-SHA1 (RFC 8624)
-_NSEC3_HASH_SHA1: Final = 1
 _NSEC3_OPT_OUT: Final = 0x01
 _ZONE_KEY: Final = int(dns.rdtypes.dnskeybase.Flag.ZONE)
 _NONE: Final = int(dns.rdatatype.NONE)
@@ -513,7 +512,7 @@ class _Denial:
         key = (name, bytes(rdata.salt), int(rdata.iterations))
         hashed = self.hashes.get(key)
         if hashed is None:
-            hashed = nsec3_hash(name, key[1], key[2], _NSEC3_HASH_SHA1)
+            hashed = nsec3_hash(name, key[1], key[2], NSEC3_HASH_SHA1)
             self.hashes[key] = hashed
         return hashed
 
@@ -552,7 +551,7 @@ class _Denial:
 
 def _nsec3(rrset: dns.rrset.RRset) -> NSEC3:
     rdata = cast("NSEC3", rrset[0])
-    if rdata.algorithm != _NSEC3_HASH_SHA1:
+    if rdata.algorithm != NSEC3_HASH_SHA1:
         raise _insecure(f"NSEC3 at {rrset.name} uses unknown hash algorithm {rdata.algorithm}")
     if rdata.iterations > NSEC3_ITERATIONS_MAX:
         raise _insecure(
