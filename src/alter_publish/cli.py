@@ -34,6 +34,7 @@ from alter_publish.errors import (
 )
 from alter_publish.handles import Handle, normalize_domain, parse_handle, parse_reference
 from alter_publish.keys import KeyStore, ZoneKey, passphrase_from_env
+from alter_publish.proof import ProofReport
 from alter_publish.resolver import resolve as resolve_handle
 from alter_publish.server import ZoneServer
 from alter_publish.validation import read_trust_anchors
@@ -84,7 +85,7 @@ def _warn(message: str) -> None:
     typer.echo(f"alter-publish: {message}", err=True)
 
 
-def _print_proof_failures(report: pipeline.ProofReport) -> None:
+def _print_proof_failures(report: ProofReport) -> None:
     for failure in report.failures:
         typer.echo(
             f"{failure.owner}: {failure.handle}: {failure.category}: {failure.detail}", err=True

@@ -100,13 +100,14 @@ class SignedZone:
     window: SignatureWindow
     signatures: int
     denial: str
+    max_ttl: int = 0  # the largest TTL of a signed rrset (RFC 7583's TTLsig)
 
 
 def ds_records(origin: dns.name.Name, keys: Sequence[ZoneKey], ttl: int) -> tuple[str, ...]:
-    """The DS (SHA-256) of each KSK as master-file lines to hand to the parent zone."""
+    """The DS (SHA-256) of each KSK the parent should hold, as master-file lines."""
     lines = []
     for key in keys:
-        if key.role is ZoneKeyRole.KSK:
+        if key.in_ds:
             ds = dns.dnssec.make_ds(origin, key.dnskey, DS_DIGEST)
             lines.append(f"{origin.to_text()} {ttl} IN DS {ds.to_text()}")
     return tuple(lines)
@@ -345,16 +346,17 @@ def sign_zone(
 ) -> SignedZone:
     """DNSKEY, the denial chain and an RRSIG over every authoritative rrset of ``zone``.
 
-    ``zone`` (absolute names, ``relativize=False``, no DNSSEC records yet) is only read:
-    the result is the text to append to the zone's master file, which the caller parses
-    back to serve exactly what it writes. KSKs sign the DNSKEY rrset; ZSKs the rest.
+        ``zone`` (absolute names, ``relativize=False``, no DNSSEC records yet) is only read:
+        the result is the text to append to the zone's master file, which the caller parses
+        back to serve exactly what it writes. The DNSKEY rrset holds every key whose state
+    puts it there; active KSKs sign the DNSKEY rrset, active ZSKs the rest.
 
-    Returns:
-        The added records as master-file text, the DS records, and counts.
+        Returns:
+            The added records as master-file text, the DS records, and counts.
 
-    Raises:
-        SigningError: no KSK or no ZSK, RRSIG times out of range, or the zone is not
-            signable (no SOA, DNSSEC records already present).
+        Raises:
+            SigningError: no KSK or no ZSK, RRSIG times out of range, or the zone is not
+                signable (no SOA, DNSSEC records already present).
     """
     origin = zone.origin
     if origin is None:
@@ -365,10 +367,13 @@ def sign_zone(
             "past what an RRSIG can express (RFC 4034 3.1.5); check --now",
             where=origin.to_text(),
         )
-    ksks = [_Signer.make(key, window, origin) for key in keys if key.role is ZoneKeyRole.KSK]
-    zsks = [_Signer.make(key, window, origin) for key in keys if key.role is ZoneKeyRole.ZSK]
+    signing = [key for key in keys if key.signs]
+    ksks = [_Signer.make(key, window, origin) for key in signing if key.role is ZoneKeyRole.KSK]
+    zsks = [_Signer.make(key, window, origin) for key in signing if key.role is ZoneKeyRole.ZSK]
     if not ksks or not zsks:
-        raise SigningError("signing needs at least one KSK and one ZSK", where=origin.to_text())
+        raise SigningError(
+            "signing needs at least one active KSK and one active ZSK", where=origin.to_text()
+        )
     records: _Records = {}
     for name, node in zone.nodes.items():
         rrs = []
@@ -382,14 +387,15 @@ def sign_zone(
             rrs.append(_RRs(rdataset.rdtype, rdataset.ttl, tuple(rdataset)))
         records[name] = rrs
     negative_ttl = _negative_ttl(zone, origin)
-    records[origin].append(_RRs(_DNSKEY, dnskey_ttl, tuple(key.dnskey for key in keys)))
+    dnskeys = tuple(key.dnskey for key in keys if key.in_dnskey)
+    records[origin].append(_RRs(_DNSKEY, dnskey_ttl, dnskeys))
     shape = _shape(zone, origin)
     signed_names = list(shape.authoritative)
     if spec.denial == "nsec3":
         signed_names.extend(_add_nsec3_chain(records, origin, shape, negative_ttl, spec))
     else:
         _add_nsec_chain(records, shape, negative_ttl)
-    signatures = 0
+    signatures = max_ttl = 0
     sig_lines: dict[dns.name.Name, list[str]] = {}
     for name in signed_names:
         delegation = name in shape.cuts
@@ -398,16 +404,18 @@ def sign_zone(
         for item in sorted(records[name], key=lambda rrs: rrs.rdtype):
             if delegation and item.rdtype not in (_DS, _NSEC):
                 continue
+            max_ttl = max(max_ttl, item.ttl)
             for signer in ksks if item.rdtype == _DNSKEY else zsks:
                 lines.append(signer.sign(name, owner_wire, item))
                 signatures += 1
-    ds_lines = ds_records(origin, [signer.key for signer in ksks], dnskey_ttl)
+    ds_lines = ds_records(origin, keys, dnskey_ttl)
     return SignedZone(
         records_text=_dnssec_text(records, sig_lines),
         ds_text="".join(line + "\n" for line in ds_lines),
         window=window,
         signatures=signatures,
         denial=spec.denial,
+        max_ttl=max_ttl,
     )
 
 

@@ -525,14 +525,16 @@ def sign_envelope(
     expires_at: int | None,
     log_size: int,
     log_root: bytes,
-    revocation_secret: bytes,
+    revocation_secret: bytes | None = None,
     extra_tags: Sequence[tuple[str, str]] = (),
     previous_key: Ed25519PrivateKey | None = None,
+    commitment: bytes | None = None,
 ) -> Envelope:
     """Build and sign an envelope in producer order (spec 4).
 
-    ``extra_tags`` (``r`` first, if any) follow ``rc``; ``psig`` is made with
-    ``previous_key`` when given.
+    ``rc`` is the SHA-256 of ``revocation_secret``, or ``commitment`` as given when the
+    secret is kept offline. ``extra_tags`` (``r`` first, if any) follow ``rc``; ``psig``
+    is made with ``previous_key`` when given.
 
     Returns:
         The signed envelope; ``to_text()`` is its record text.
@@ -551,7 +553,12 @@ def sign_envelope(
     if expires_at is not None:
         tags.append(("x", str(expires_at)))
     tags.append(("log", f"{log_size}:{b64url(log_root)}"))
-    tags.append(("rc", b64url(revocation_commitment(revocation_secret))))
+    if (revocation_secret is None) == (commitment is None):
+        raise ValueError("give exactly one of revocation_secret and commitment")
+    if revocation_secret is not None:
+        commitment = revocation_commitment(revocation_secret)
+    assert commitment is not None  # noqa: S101 (narrowing: checked just above)
+    tags.append(("rc", b64url(commitment)))
     tags.extend(extra_tags)
     if previous_key is not None:
         psig = previous_key.sign(signing_input(CONTEXT_CONTINUITY, owner, tags))

@@ -4,6 +4,9 @@ Layout under the store root (``keys/`` by default)::
 
     keys/<zone>/<handle-name>/<epoch>.pem     PKCS#8 PEM private key, mode 0600
     keys/<zone>/<handle-name>/<epoch>.secret  base64url 32-byte revocation secret, mode 0600
+    keys/<zone>/<handle-name>/<epoch>.rc      its commitment only, when the secret was
+                                              written elsewhere to be kept offline
+    keys/<zone>/<handle-name>/<epoch>.json    how a rotated epoch came to be (public)
 
 Public keys need no file of their own: every envelope in the IdentityLog carries one.
 
@@ -24,7 +27,7 @@ import json
 import os
 import re
 import stat
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from enum import StrEnum
 from pathlib import Path
@@ -36,7 +39,14 @@ import dns.rdtypes.ANY.DNSKEY
 from cryptography.hazmat.primitives import serialization
 from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PrivateKey
 
-from alter_publish.envelope import SECRET_OCTETS, b64url, b64url_decode, key_id, public_bytes
+from alter_publish.envelope import (
+    SECRET_OCTETS,
+    b64url,
+    b64url_decode,
+    key_id,
+    public_bytes,
+    revocation_commitment,
+)
 from alter_publish.errors import KeyStoreError, VerificationError
 from alter_publish.fileio import PRIVATE_MODE, atomic_write_bytes
 from alter_publish.handles import Handle
@@ -45,6 +55,9 @@ PASSPHRASE_ENV = "ALTER_PUBLISH_PASSPHRASE"  # noqa: S105 (a variable name, not 
 PASSPHRASE_FILE_ENV = "ALTER_PUBLISH_PASSPHRASE_FILE"  # noqa: S105 (a variable name)
 PRIVATE_KEY_SUFFIX = ".pem"
 SECRET_SUFFIX = ".secret"  # noqa: S105 (a file suffix)
+COMMITMENT_SUFFIX = ".rc"
+ROTATION_SUFFIX = ".json"
+ROTATION_FORMAT = "alter-publish/rotation/1"
 GITIGNORE_TEXT = """\
 # alter-publish key store: private keys and revocation secrets never enter git.
 *
@@ -85,12 +98,23 @@ def passphrase_from_env(environ: Mapping[str, str]) -> bytes | None:
 
 @dataclass(frozen=True, slots=True)
 class HandleKey:
-    """One epoch's key material for a handle. Its repr never shows secrets."""
+    """One epoch's key material for a handle. Its repr never shows secrets.
+
+    ``revocation_secret`` is None when the secret was exported to be kept offline;
+    signing needs only its ``commitment`` (the envelope's ``rc=``).
+    """
 
     handle: Handle
     epoch: int
     private_key: Ed25519PrivateKey = field(repr=False)
-    revocation_secret: bytes = field(repr=False)
+    revocation_secret: bytes | None = field(repr=False)
+    commitment: bytes = b""
+
+    def __post_init__(self) -> None:
+        if not self.commitment:
+            if self.revocation_secret is None:
+                raise ValueError("a handle key needs its revocation secret or its commitment")
+            object.__setattr__(self, "commitment", revocation_commitment(self.revocation_secret))
 
     @property
     def public_key(self) -> bytes:
@@ -101,6 +125,35 @@ class HandleKey:
     def key_id(self) -> str:
         """Short display id of the public key."""
         return key_id(self.public_key)
+
+
+class Continuity(StrEnum):
+    """Whether a rotated epoch's envelope carries ``psig=`` by the previous epoch's key."""
+
+    PSIG = "psig"
+    NONE = "none"
+
+
+@dataclass(frozen=True, slots=True)
+class Rotation:
+    """How an epoch was made by ``rotate``: when, why, and whether it carries ``psig``."""
+
+    epoch: int
+    created: int
+    reason: str
+    continuity: Continuity
+    public_key: bytes
+
+    def to_mapping(self) -> dict[str, Any]:
+        """JSON form (public data only)."""
+        return {
+            "format": ROTATION_FORMAT,
+            "epoch": self.epoch,
+            "created": self.created,
+            "reason": self.reason,
+            "continuity": str(self.continuity),
+            "p": b64url(self.public_key),
+        }
 
 
 def _check_private_mode(path: Path) -> None:
@@ -167,14 +220,62 @@ class ZoneKeyRole(StrEnum):
         return DNSKEY_FLAGS_KSK if self is ZoneKeyRole.KSK else DNSKEY_FLAGS_ZSK
 
 
+class ZoneKeyState(StrEnum):
+    """Where a DNSSEC key is in its life (docs/dnssec.md, "Rollovers").
+
+    A ZSK goes published -> active -> retired -> removed (pre-publication); a new KSK
+    goes ds-submitted -> ds-published -> active, and the KSK it replaces active ->
+    retired -> removed (double-DS).
+    """
+
+    DS_SUBMITTED = "ds-submitted"
+    DS_PUBLISHED = "ds-published"
+    PUBLISHED = "published"
+    ACTIVE = "active"
+    RETIRED = "retired"
+    REMOVED = "removed"
+
+
 @dataclass(frozen=True, slots=True)
 class ZoneKey:
-    """One DNSSEC key of a zone. Its repr never shows the private key."""
+    """One DNSSEC key of a zone and its state. Its repr never shows the private key."""
 
     zone: str
     role: ZoneKeyRole
     created: int
     private_key: Ed25519PrivateKey = field(repr=False)
+    state: ZoneKeyState = ZoneKeyState.ACTIVE
+    since: int = -1  # when the key entered ``state``; -1 means at ``created``
+
+    def __post_init__(self) -> None:
+        if self.since < 0:
+            object.__setattr__(self, "since", self.created)
+
+    @property
+    def in_dnskey(self) -> bool:
+        """Whether the zone's DNSKEY rrset carries this key."""
+        if self.role is ZoneKeyRole.KSK:
+            return self.state is ZoneKeyState.ACTIVE
+        return self.state in (ZoneKeyState.PUBLISHED, ZoneKeyState.ACTIVE, ZoneKeyState.RETIRED)
+
+    @property
+    def signs(self) -> bool:
+        """Whether this key makes RRSIGs (DNSKEY rrset for a KSK, the rest for a ZSK)."""
+        return self.state is ZoneKeyState.ACTIVE
+
+    @property
+    def in_ds(self) -> bool:
+        """Whether the parent zone should hold a DS for this key."""
+        return self.role is ZoneKeyRole.KSK and self.state in (
+            ZoneKeyState.DS_SUBMITTED,
+            ZoneKeyState.DS_PUBLISHED,
+            ZoneKeyState.ACTIVE,
+            ZoneKeyState.RETIRED,
+        )
+
+    def moved(self, state: ZoneKeyState, now: int) -> ZoneKey:
+        """This key in ``state`` from ``now`` on."""
+        return ZoneKey(self.zone, self.role, self.created, self.private_key, state, now)
 
     @property
     def dnskey(self) -> dns.rdtypes.ANY.DNSKEY.DNSKEY:
@@ -196,7 +297,8 @@ class ZoneKey:
             "algorithm": int(dns.dnssectypes.Algorithm.ED25519),
             "file": _zone_key_file(self.role, self.tag),
             "created": self.created,
-            "state": "active",
+            "state": str(self.state),
+            "since": self.since,
         }
 
 
@@ -240,29 +342,106 @@ class KeyStore:
         """Write ``<root>/.gitignore`` so private material stays out of git."""
         atomic_write_bytes(self.root / ".gitignore", GITIGNORE_TEXT.encode(), error=KeyStoreError)
 
-    def generate(self, zone: str, handle: Handle, epoch: int) -> HandleKey:
+    def commitment_path(self, zone: str, handle: Handle, epoch: int) -> Path:
+        """Where an epoch's revocation commitment sits when its secret is kept offline."""
+        return self.handle_dir(zone, handle) / f"{epoch}{COMMITMENT_SUFFIX}"
+
+    def generate(
+        self, zone: str, handle: Handle, epoch: int, *, secret_out: Path | None = None
+    ) -> HandleKey:
         """Create and save a new key and revocation secret for ``epoch``.
 
+        With ``secret_out`` the secret is written there (mode 0600) to be moved offline,
+        and the store keeps only its commitment (``<epoch>.rc``), which is all signing needs.
+
         Raises:
-            KeyStoreError: a key for that epoch exists already, or a file cannot be written.
+            KeyStoreError: a key for that epoch (or ``secret_out``) exists already, or a
+                file cannot be written.
         """
         key_path, secret_path = self.paths(zone, handle, epoch)
-        if key_path.exists() or secret_path.exists():
-            raise KeyStoreError(
-                f"{handle.ref} already has an epoch {epoch} key; keys are never overwritten",
-                where=str(key_path),
-            )
+        commitment_path = self.commitment_path(zone, handle, epoch)
+        for path in (key_path, secret_path, commitment_path, secret_out):
+            if path is not None and path.exists():
+                raise KeyStoreError(
+                    f"{handle.ref} epoch {epoch}: exists already; keys are never overwritten",
+                    where=str(path),
+                )
         private_key = Ed25519PrivateKey.generate()
         secret = os.urandom(SECRET_OCTETS)
         pem = _private_pem(private_key, self.passphrase)
         self.ensure_gitignore()
-        atomic_write_bytes(
-            secret_path, (b64url(secret) + "\n").encode(), mode=PRIVATE_MODE, error=KeyStoreError
-        )
+        secret_line = (b64url(secret) + "\n").encode()
+        if secret_out is None:
+            atomic_write_bytes(secret_path, secret_line, mode=PRIVATE_MODE, error=KeyStoreError)
+        else:
+            atomic_write_bytes(secret_out, secret_line, mode=PRIVATE_MODE, error=KeyStoreError)
+            commitment = b64url(revocation_commitment(secret)) + "\n"
+            atomic_write_bytes(commitment_path, commitment.encode(), error=KeyStoreError)
         atomic_write_bytes(key_path, pem, mode=PRIVATE_MODE, error=KeyStoreError)
         return HandleKey(
-            handle=handle, epoch=epoch, private_key=private_key, revocation_secret=secret
+            handle=handle,
+            epoch=epoch,
+            private_key=private_key,
+            revocation_secret=None if secret_out else secret,
+            commitment=revocation_commitment(secret),
         )
+
+    def write_rotation(self, zone: str, handle: Handle, rotation: Rotation) -> None:
+        """Record how a rotated epoch was made (``<epoch>.json``, public).
+
+        Raises:
+            KeyStoreError: the file cannot be written.
+        """
+        path = self.handle_dir(zone, handle) / f"{rotation.epoch}{ROTATION_SUFFIX}"
+        text = json.dumps(rotation.to_mapping(), indent=2, sort_keys=True) + "\n"
+        atomic_write_bytes(path, text.encode(), error=KeyStoreError)
+
+    def rotation(self, zone: str, handle: Handle, epoch: int) -> Rotation | None:
+        """How ``epoch`` was made by ``rotate``; None for a first key or an older store.
+
+        Raises:
+            KeyStoreError: the file is unreadable or not a rotation record.
+        """
+        path = self.handle_dir(zone, handle) / f"{epoch}{ROTATION_SUFFIX}"
+        try:
+            doc = json.loads(path.read_text(encoding="utf-8"))
+        except FileNotFoundError:
+            return None
+        except (OSError, ValueError) as exc:
+            raise KeyStoreError(f"not a rotation record ({exc})", where=str(path)) from exc
+        try:
+            if doc["format"] != ROTATION_FORMAT or int(doc["epoch"]) != epoch:
+                raise ValueError("format or epoch")
+            return Rotation(
+                epoch=epoch,
+                created=int(doc["created"]),
+                reason=str(doc["reason"]),
+                continuity=Continuity(str(doc["continuity"])),
+                public_key=b64url_decode(str(doc["p"]), 32, tag="p"),
+            )
+        except (KeyError, ValueError, TypeError, VerificationError) as exc:
+            raise KeyStoreError(f"not a {ROTATION_FORMAT} record", where=str(path)) from exc
+
+    def read_secret(self, zone: str, handle: Handle, epoch: int, file: Path | None = None) -> bytes:
+        """An epoch's revocation secret, from ``file`` or else from the store.
+
+        Raises:
+            KeyStoreError: not there (named with a hint), unsafe permissions, or not a secret.
+        """
+        path = file or self.paths(zone, handle, epoch)[1]
+        if file is None and not path.exists():
+            raise KeyStoreError(
+                f"the epoch {epoch} revocation secret of {handle.ref} is not in the key store; "
+                "pass the offline copy with --secret-file",
+                where=str(path),
+            )
+        try:
+            text = _read_private(path).decode("ascii").strip()
+            return b64url_decode(text, SECRET_OCTETS, tag="secret")
+        except (UnicodeDecodeError, VerificationError) as exc:
+            raise KeyStoreError(
+                "not a base64url 32-byte revocation secret", where=str(path)
+            ) from exc
 
     def load(self, zone: str, handle: Handle, epoch: int) -> HandleKey:
         """Load one epoch's key and revocation secret.
@@ -272,21 +451,27 @@ class KeyStore:
         """
         key_path, secret_path = self.paths(zone, handle, epoch)
         private_key = _load_private_pem(key_path, self.passphrase)
-        if not secret_path.exists():
-            raise KeyStoreError(
-                "revocation secret is missing (it must sit beside the key while signing)",
-                where=str(secret_path),
-            )
+        if secret_path.exists():
+            secret = self.read_secret(zone, handle, epoch)
+            return HandleKey(handle, epoch, private_key, revocation_secret=secret)
+        commitment_path = self.commitment_path(zone, handle, epoch)
         try:
-            text = _read_private(secret_path).decode("ascii").strip()
-            secret = b64url_decode(text, SECRET_OCTETS, tag="secret")
-        except (UnicodeDecodeError, VerificationError) as exc:
+            text = commitment_path.read_text(encoding="ascii").strip()
+        except FileNotFoundError as exc:
             raise KeyStoreError(
-                "not a base64url 32-byte revocation secret", where=str(secret_path)
+                f"revocation secret is missing (keep it beside the key, or its commitment "
+                f"in {commitment_path.name} when the secret is offline)",
+                where=str(secret_path),
             ) from exc
-        return HandleKey(
-            handle=handle, epoch=epoch, private_key=private_key, revocation_secret=secret
-        )
+        except (OSError, UnicodeDecodeError) as exc:
+            raise KeyStoreError(f"cannot read: {exc}", where=str(commitment_path)) from exc
+        try:
+            commitment = b64url_decode(text, 32, tag="rc")
+        except VerificationError as exc:
+            raise KeyStoreError(
+                "not a base64url SHA-256 commitment", where=str(commitment_path)
+            ) from exc
+        return HandleKey(handle, epoch, private_key, revocation_secret=None, commitment=commitment)
 
     def current(self, zone: str, handle: Handle, *, create: bool = False) -> HandleKey:
         """The highest-epoch key of a handle, creating epoch 1 when allowed.
@@ -328,8 +513,10 @@ class KeyStore:
             raise KeyStoreError("a key entry is not a JSON object", where=str(path))
         return entries
 
-    def zone_keys(self, zone: str) -> tuple[ZoneKey, ...]:
-        """The zone's active DNSSEC keys, KSKs first, each ordered by creation then tag.
+    def zone_keys(self, zone: str, *, removed: bool = False) -> tuple[ZoneKey, ...]:
+        """The zone's DNSSEC keys, KSKs first, each ordered by creation then tag.
+
+        Keys in state ``removed`` are left out unless ``removed`` is True.
 
         Raises:
             KeyStoreError: the index or a key file is missing, unsafe, or corrupt.
@@ -337,18 +524,21 @@ class KeyStore:
         directory = self.zone_keys_dir(zone)
         loaded: list[ZoneKey] = []
         for entry in self._read_zone_index(zone):
-            if entry.get("state") != "active":
-                continue
             try:
                 role = ZoneKeyRole(str(entry["role"]))
                 created = int(entry["created"])
                 tag = int(entry["tag"])
+                state = ZoneKeyState(str(entry.get("state", "active")))
+                since = int(entry.get("since", created))
             except (KeyError, ValueError, TypeError, OverflowError) as exc:
                 raise KeyStoreError(
                     f"bad key entry {entry!r}", where=str(directory / ZONE_KEYS_INDEX)
                 ) from exc
+            if state is ZoneKeyState.REMOVED and not removed:
+                continue
             path = directory / _zone_key_file(role, tag)
-            key = ZoneKey(zone, role, created, _load_private_pem(path, self.passphrase))
+            private_key = _load_private_pem(path, self.passphrase)
+            key = ZoneKey(zone, role, created, private_key, state, since)
             if key.tag != tag:
                 raise KeyStoreError(
                     f"key file holds key tag {key.tag}, index says {tag}", where=str(path)
@@ -386,19 +576,53 @@ class KeyStore:
             created.append(key)
         self.ensure_gitignore()
         for key in created:
-            atomic_write_bytes(
-                directory / _zone_key_file(key.role, key.tag),
-                _private_pem(key.private_key, self.passphrase),
-                mode=PRIVATE_MODE,
-                error=KeyStoreError,
-            )
-        index = {"format": ZONE_KEYS_FORMAT, "keys": [key.index_entry() for key in created]}
+            self._write_zone_key_file(key)
+        self.save_zone_keys(zone, created)
+        return tuple(created)
+
+    def _write_zone_key_file(self, key: ZoneKey) -> None:
         atomic_write_bytes(
-            directory / ZONE_KEYS_INDEX,
+            self.zone_keys_dir(key.zone) / _zone_key_file(key.role, key.tag),
+            _private_pem(key.private_key, self.passphrase),
+            mode=PRIVATE_MODE,
+            error=KeyStoreError,
+        )
+
+    def save_zone_keys(self, zone: str, keys: Sequence[ZoneKey]) -> None:
+        """Write ``keys.json`` listing ``keys`` (every key, removed ones included).
+
+        Raises:
+            KeyStoreError: the index cannot be written.
+        """
+        index = {"format": ZONE_KEYS_FORMAT, "keys": [key.index_entry() for key in keys]}
+        atomic_write_bytes(
+            self.zone_keys_dir(zone) / ZONE_KEYS_INDEX,
             (json.dumps(index, indent=2, sort_keys=True) + "\n").encode(),
             error=KeyStoreError,
         )
-        return tuple(created)
+
+    def add_zone_key(
+        self, zone: str, role: ZoneKeyRole, state: ZoneKeyState, *, now: int
+    ) -> ZoneKey:
+        """Create one more DNSSEC key (for a rollover), its tag distinct from every other.
+
+        Raises:
+            KeyStoreError: the zone has no keys yet, or a file cannot be written.
+        """
+        existing = self.zone_keys(zone, removed=True)
+        if not existing:
+            raise KeyStoreError(
+                f"zone {zone} has no DNSSEC keys to roll; run 'alter-publish dnssec keygen {zone}'",
+                where=str(self.zone_keys_dir(zone)),
+            )
+        tags = {key.tag for key in existing}
+        while True:
+            key = ZoneKey(zone, role, now, Ed25519PrivateKey.generate(), state, now)
+            if key.tag not in tags:
+                break
+        self._write_zone_key_file(key)
+        self.save_zone_keys(zone, (*existing, key))
+        return key
 
     def current_zone_keys(self, zone: str, *, create: bool, now: int) -> tuple[ZoneKey, ...]:
         """The zone's active KSK(s) and ZSK(s), creating a pair when allowed.
@@ -407,12 +631,12 @@ class KeyStore:
             KeyStoreError: no complete key set and ``create`` is False, or loading failed.
         """
         found = self.zone_keys(zone)
-        roles = {key.role for key in found}
+        roles = {key.role for key in found if key.signs}
         if roles == {ZoneKeyRole.KSK, ZoneKeyRole.ZSK}:
             return found
         if not found and create:
             return self.generate_zone_keys(zone, now=now)
-        missing = "no DNSSEC keys" if not found else "an incomplete DNSSEC key set (need KSK+ZSK)"
+        missing = "no DNSSEC keys" if not found else "no active KSK and ZSK pair"
         raise KeyStoreError(
             f"zone {zone} has {missing} in {self.zone_keys_dir(zone)}; run "
             f"'alter-publish dnssec keygen {zone}' or sign with --create-keys",

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import ipaddress
 import re
+import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -28,6 +29,9 @@ DEFAULT_SOA_MINIMUM_SECONDS = 300
 NEVER = "never"
 DEFAULT_SIGNATURE_VALIDITY_SECONDS = 14 * 86400
 DEFAULT_SIGNATURE_REFRESH_SECONDS = 5 * 86400
+DEFAULT_PROPAGATION_DELAY_SECONDS = 3600
+DEFAULT_PARENT_DS_TTL_SECONDS = 86400
+DEFAULT_PARENT_PROPAGATION_DELAY_SECONDS = 3600
 SIGNATURE_VALIDITY_MIN_SECONDS = 2 * 3600
 SIGNATURE_VALIDITY_MAX_SECONDS = 3660 * 86400  # BIND's limit; RRSIG times wrap at 2**32
 NSEC3_ITERATIONS_MAX = 150  # RFC 9276 3.2: validators may treat more as insecure (unbound does)
@@ -40,7 +44,10 @@ _HOSTNAME = re.compile(r"(?:[a-z0-9_-]{1,63}\.)+")
 _URI = re.compile(r"[A-Za-z][A-Za-z0-9+.-]*:[\x21-\x3a\x3c-\x7e]+")
 
 ZONE_FIELDS = frozenset({"zone", "ttl", "soa", "ns", "hosts", "envelopes", "dnssec", "handles"})
-DNSSEC_FIELDS = frozenset({"enabled", "denial", "nsec3", "signature_validity", "refresh"})
+DNSSEC_FIELDS = frozenset(
+    {"enabled", "denial", "nsec3", "signature_validity", "refresh", "rollover"}
+)
+ROLLOVER_FIELDS = frozenset({"propagation_delay", "parent_ds_ttl", "parent_propagation_delay"})
 NSEC3_FIELDS = frozenset({"iterations", "salt"})
 DENIAL_METHODS = ("nsec", "nsec3")
 _HEX = re.compile(r"(?:[0-9a-f]{2})*")
@@ -100,6 +107,11 @@ def format_duration(seconds: int) -> str:
     return f"{seconds}s"
 
 
+def format_utc(seconds: int) -> str:
+    """Unix seconds as an RFC 3339 UTC time, like ``2026-01-01T00:00:00Z``."""
+    return time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime(seconds))
+
+
 @dataclass(frozen=True, slots=True)
 class SOASpec:
     """The zone's SOA fields except the serial, which ``sign`` computes."""
@@ -123,6 +135,10 @@ class DNSSECSpec:
         nsec3_salt: hex salt, ``""`` for none; RFC 9276 says none.
         signature_validity: seconds from signing to RRSIG expiration.
         refresh: RRSIGs are re-made when their expiration is this close.
+        propagation_delay: time for a signed zone to reach every secondary (RFC 7583 Dprp).
+        parent_ds_ttl: the TTL the parent zone gives our DS (RFC 7583 TTLds).
+        parent_propagation_delay: time for a DS change to reach the parent's servers
+            once the parent has published it (RFC 7583 DprpP).
     """
 
     enabled: bool = True
@@ -131,6 +147,9 @@ class DNSSECSpec:
     nsec3_salt: str = ""
     signature_validity: int = DEFAULT_SIGNATURE_VALIDITY_SECONDS
     refresh: int = DEFAULT_SIGNATURE_REFRESH_SECONDS
+    propagation_delay: int = DEFAULT_PROPAGATION_DELAY_SECONDS
+    parent_ds_ttl: int = DEFAULT_PARENT_DS_TTL_SECONDS
+    parent_propagation_delay: int = DEFAULT_PARENT_PROPAGATION_DELAY_SECONDS
 
     def warnings(self) -> tuple[str, ...]:
         """Settings that weaken the zone, said on every run."""
@@ -157,7 +176,18 @@ class DNSSECSpec:
             "nsec3": {"iterations": self.nsec3_iterations, "salt": self.nsec3_salt or "-"},
             "signature_validity": self.signature_validity,
             "refresh": self.refresh,
+            "rollover": {
+                "propagation_delay": self.propagation_delay,
+                "parent_ds_ttl": self.parent_ds_ttl,
+                "parent_propagation_delay": self.parent_propagation_delay,
+            },
         }
+
+    def signing_mapping(self) -> dict[str, Any]:
+        """The settings that decide the signed output (rollover timing does not)."""
+        mapping = self.to_mapping()
+        del mapping["rollover"]
+        return mapping
 
 
 @dataclass(frozen=True, slots=True)
@@ -522,6 +552,11 @@ class _ZoneReader:
                 f"refresh must be above 0 and below signature_validity "
                 f"({format_duration(validity)})",
             )
+        rollover = (
+            self.mapping(fields["rollover"], ROLLOVER_FIELDS, "dnssec rollover")
+            if "rollover" in fields
+            else {}
+        )
         return DNSSECSpec(
             enabled=enabled,
             denial=denial,
@@ -529,6 +564,19 @@ class _ZoneReader:
             nsec3_salt=salt,
             signature_validity=validity,
             refresh=refresh,
+            propagation_delay=self.ttl(
+                rollover.get("propagation_delay"),
+                "propagation_delay",
+                DEFAULT_PROPAGATION_DELAY_SECONDS,
+            ),
+            parent_ds_ttl=self.ttl(
+                rollover.get("parent_ds_ttl"), "parent_ds_ttl", DEFAULT_PARENT_DS_TTL_SECONDS
+            ),
+            parent_propagation_delay=self.ttl(
+                rollover.get("parent_propagation_delay"),
+                "parent_propagation_delay",
+                DEFAULT_PARENT_PROPAGATION_DELAY_SECONDS,
+            ),
         )
 
     def read(self) -> ZoneSpec:

@@ -18,6 +18,7 @@ from pathlib import Path
 from typing import Any
 
 import dns.zone
+from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PrivateKey
 
 from alter_publish.dnssec import SignatureWindow, SignedZone, choose_window, sign_zone
 from alter_publish.envelope import (
@@ -25,15 +26,23 @@ from alter_publish.envelope import (
     Envelope,
     Tags,
     parse_record,
-    revocation_commitment,
+    public_bytes,
     sign_envelope,
 )
-from alter_publish.errors import AlterError, KeyStoreError, RenderError, ResolveError, UsageError
+from alter_publish.errors import AlterError, KeyStoreError, RenderError, UsageError
 from alter_publish.fileio import atomic_write_bytes
 from alter_publish.handles import Handle, normalize_domain, parse_handle
 from alter_publish.identitylog import IdentityLog, LogEntry, append_entries, log_path_for, read_log
-from alter_publish.keys import HandleKey, KeyStore, ZoneKey
-from alter_publish.model import HandleSpec, ZoneSpec, load_zone
+from alter_publish.keys import Continuity, HandleKey, KeyStore, ZoneKey
+from alter_publish.lifecycle import (
+    HandleRevocations,
+    LogIndex,
+    read_revocations,
+    revocations_path_for,
+    zone_revocations,
+)
+from alter_publish.model import HandleSpec, ZoneSpec, format_utc, load_zone
+from alter_publish.proof import Expectation, ProofReport, prove_zone
 from alter_publish.render import (
     SignedHandle,
     content_digest,
@@ -42,87 +51,14 @@ from alter_publish.render import (
     render_zone_text,
     template_context,
 )
-from alter_publish.resolver import Answer, StubResolver, resolve_answer
-from alter_publish.server import ZoneServer
 from alter_publish.validation import TrustAnchor, parse_trust_anchors, read_trust_anchors
 from alter_publish.version import __version__
 
 SERIAL_MAX = 2**32 - 1
 STATE_FORMAT = "alter-publish/state/1"
-PROOF_TIMEOUT_SECONDS = 2.0
 
 
 # --- reports -----------------------------------------------------------------
-
-
-@dataclass(frozen=True, slots=True)
-class HandleProof:
-    """The loopback proof's verdict on one handle."""
-
-    handle: str
-    owner: str
-    category: str | None
-    detail: str
-    dnssec: str
-    envelope: Envelope | None = None
-
-    @property
-    def ok(self) -> bool:
-        """True when the served record verified and equals what was signed."""
-        return self.category is None
-
-    def to_mapping(self) -> dict[str, Any]:
-        """JSON-ready form."""
-        envelope = self.envelope
-        return {
-            "handle": self.handle,
-            "owner": self.owner,
-            "ok": self.ok,
-            "category": self.category,
-            "detail": self.detail,
-            "dnssec": self.dnssec,
-            "epoch": envelope.epoch if envelope else None,
-            "key_id": envelope.key_id if envelope else None,
-            "expires_at": envelope.expires_at if envelope else None,
-        }
-
-
-@dataclass(frozen=True, slots=True)
-class ProofReport:
-    """Every handle of one zone resolved and verified on a loopback server."""
-
-    zone: str
-    server: str
-    results: tuple[HandleProof, ...]
-    seconds: float
-    denial: HandleProof | None = None
-
-    @property
-    def checks(self) -> tuple[HandleProof, ...]:
-        """Every verdict: the handles, then the denial probe (if any)."""
-        return self.results + ((self.denial,) if self.denial else ())
-
-    @property
-    def ok(self) -> bool:
-        """True when every handle (and the denial probe) passed."""
-        return all(result.ok for result in self.checks)
-
-    @property
-    def failures(self) -> tuple[HandleProof, ...]:
-        """The checks that failed."""
-        return tuple(result for result in self.checks if not result.ok)
-
-    def to_mapping(self) -> dict[str, Any]:
-        """JSON-ready form."""
-        return {
-            "zone": self.zone,
-            "server": self.server,
-            "ok": self.ok,
-            "handles": [result.to_mapping() for result in self.results],
-            "denial": self.denial.to_mapping() if self.denial else None,
-            "failed": len(self.failures),
-            "seconds": round(self.seconds, 3),
-        }
 
 
 @dataclass(frozen=True, slots=True)
@@ -325,7 +261,7 @@ def _reusable(
     return (
         previous.epoch == key.epoch
         and previous.public_key == key.public_key
-        and previous.revocation_commitment == revocation_commitment(key.revocation_secret)
+        and previous.revocation_commitment == key.commitment
         and _tags_after_rc(previous) == spec.envelope_tags()
         and lifetime == spec.lifetime
         and previous.signed_at <= now + CLOCK_SKEW_SECONDS
@@ -336,21 +272,35 @@ def _reusable(
     )
 
 
-def latest_envelopes(log: IdentityLog, owners: Mapping[str, Handle]) -> dict[str, Envelope]:
-    """The last logged envelope of each handle, keyed by owner name."""
-    found: dict[str, Envelope] = {}
-    for entry in reversed(log.entries):
-        if entry.owner in found or entry.owner not in owners:
-            continue
-        try:
-            record = parse_record(entry.text)
-        except AlterError:
-            continue
-        if isinstance(record, Envelope) and record.handle == owners[entry.owner]:
-            found[entry.owner] = record
-            if len(found) == len(owners):
-                break
-    return found
+def _previous_key(
+    spec: ZoneSpec,
+    handle_spec: HandleSpec,
+    key: HandleKey,
+    keys: KeyStore,
+    revoked: frozenset[int],
+) -> Ed25519PrivateKey | None:
+    """The key that signs ``psig=`` for ``key``'s epoch, or None for no continuity.
+
+    Raises:
+        KeyStoreError: the rotation promised continuity but the previous key is missing.
+    """
+    if key.epoch == 1:
+        return None
+    handle, previous = handle_spec.handle, key.epoch - 1
+    rotation = keys.rotation(spec.origin, handle, key.epoch)
+    if rotation is not None and rotation.continuity is Continuity.NONE:
+        return None
+    if previous in revoked:  # a revoked key can no longer vouch
+        return None
+    if previous not in keys.epochs(spec.origin, handle):
+        if rotation is None:  # a store from before rotations were recorded
+            return None
+        raise KeyStoreError(
+            f"epoch {key.epoch} of {handle.ref} was rotated with continuity, but the epoch "
+            f"{previous} key that signs its psig= is missing",
+            where=str(keys.paths(spec.origin, handle, previous)[0]),
+        )
+    return keys.load(spec.origin, handle, previous).private_key
 
 
 def _load_keys(spec: ZoneSpec, keys: KeyStore, create: bool) -> list[HandleKey]:
@@ -383,6 +333,7 @@ class ZonePlan:
     zone: dns.zone.Zone
     signed_zone: SignedZone | None = None
     zone_keys: tuple[ZoneKey, ...] = ()
+    expectations: Mapping[str, Expectation] = field(default_factory=dict)
 
     @property
     def anchors(self) -> tuple[TrustAnchor, ...]:
@@ -416,19 +367,37 @@ def plan_zone(
         )
     with watch.stage("envelopes"):
         log = read_log(log_path_for(spec.path))
-        latest = latest_envelopes(log, {h.owner: h.handle for h in spec.handles})
+        index = LogIndex(log)
+        revocations = zone_revocations(
+            spec, index, read_revocations(revocations_path_for(spec.path))
+        )
         tree = log.tree()
         signed: list[SignedHandle] = []
         new_entries: list[LogEntry] = []
+        signers: dict[str, tuple[int, bytes]] = {}
         for handle_spec, key in zip(spec.handles, handle_keys, strict=True):
-            previous = latest.get(handle_spec.owner)
+            handle_revocations = revocations.get(handle_spec.handle.ref, HandleRevocations())
+            published = handle_revocations.every
+            revoked = handle_revocations.epochs
+            if key.epoch in revoked:
+                raise KeyStoreError(
+                    f"the current key (epoch {key.epoch}) of {handle_spec.handle.ref} is "
+                    f"revoked; run 'alter-publish rotate {handle_spec.handle.ref} --zone "
+                    f"{spec.origin} --compromised'",
+                    where=handle_spec.handle.ref,
+                )
+            for revocation in handle_revocations.new:
+                entry = LogEntry(owner=handle_spec.owner, text=revocation.to_text())
+                tree.append(entry.to_bytes())
+                new_entries.append(entry)
+            previous = index.latest(handle_spec.owner, handle_spec.handle)
             if _reusable(previous, handle_spec, key, now, spec):
                 assert previous is not None  # noqa: S101 (narrowing: _reusable checked it)
-                signed.append(SignedHandle(handle_spec, previous))
+                signed.append(SignedHandle(handle_spec, previous, published))
                 continue
-            previous_key = None
-            if key.epoch > 1 and key.epoch - 1 in keys.epochs(spec.origin, handle_spec.handle):
-                previous_key = keys.load(spec.origin, handle_spec.handle, key.epoch - 1).private_key
+            previous_key = _previous_key(spec, handle_spec, key, keys, revoked)
+            if previous_key is not None:
+                signers[handle_spec.handle.ref] = (key.epoch - 1, public_bytes(previous_key))
             envelope = sign_envelope(
                 handle=handle_spec.handle,
                 owner=handle_spec.owner,
@@ -438,14 +407,24 @@ def plan_zone(
                 expires_at=None if handle_spec.lifetime is None else now + handle_spec.lifetime,
                 log_size=tree.size,
                 log_root=tree.root(),
-                revocation_secret=key.revocation_secret,
+                commitment=key.commitment,
                 extra_tags=handle_spec.envelope_tags(),
                 previous_key=previous_key,
             )
             entry = LogEntry(owner=handle_spec.owner, text=envelope.to_text())
             tree.append(entry.to_bytes())
             new_entries.append(entry)
-            signed.append(SignedHandle(handle_spec, envelope))
+            signed.append(SignedHandle(handle_spec, envelope, published))
+        expectations = {
+            item.spec.handle.ref: _expectation(
+                item.spec,
+                item.envelope.to_text(),
+                tuple(revocation.to_text() for revocation in item.revocations),
+                index,
+                signers.get(item.spec.handle.ref),
+            )
+            for item in signed
+        }
     with watch.stage("render"):
         version = __version__
         draft = render_zone_text(templates, template_context(spec, signed, 0, version))
@@ -485,7 +464,25 @@ def plan_zone(
         zone=zone,
         signed_zone=signed_zone,
         zone_keys=zone_keys,
+        expectations=expectations,
     )
+
+
+def _expectation(
+    handle_spec: HandleSpec,
+    text: str,
+    revocations: tuple[str, ...],
+    index: LogIndex,
+    signer: tuple[int, bytes] | None = None,
+) -> Expectation:
+    """What the proof checks for a handle; ``psig`` is checked against the logged key of
+    the previous epoch (or, for an epoch the log never saw, the key that signed it)."""
+    envelope = parse_record(text)
+    previous = None
+    if isinstance(envelope, Envelope) and envelope.psig is not None and envelope.epoch > 1:
+        logged = index.latest(handle_spec.owner, handle_spec.handle, envelope.epoch - 1)
+        previous = (envelope.epoch - 1, logged.public_key) if logged else signer
+    return Expectation(text, revocations, previous)
 
 
 def _refuse_wildcards(zone: dns.zone.Zone, where: str) -> None:
@@ -510,8 +507,8 @@ def _dnssec_fingerprint(
     if window is None:
         return ""
     doc = {
-        "dnssec": spec.dnssec.to_mapping(),
-        "keys": [f"{key.role}-{key.tag}" for key in zone_keys],
+        "dnssec": spec.dnssec.signing_mapping(),
+        "keys": [f"{key.role}-{key.tag}-{key.state}" for key in zone_keys],
         "window": window.to_mapping(),
     }
     return "\n; " + json.dumps(doc, sort_keys=True)
@@ -521,102 +518,8 @@ def _dnssec_section(signed: SignedZone) -> str:
     return (
         f"\n; DNSSEC (alter-publish): Ed25519 keys, {signed.denial.upper()} denial, "
         f"{signed.signatures} signatures valid "
-        f"{_utc(signed.window.inception)} to {_utc(signed.window.expiration)}\n"
+        f"{format_utc(signed.window.inception)} to {format_utc(signed.window.expiration)}\n"
     )
-
-
-def _utc(seconds: int) -> str:
-    return time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime(seconds))
-
-
-#: A handle no zone publishes: the proof resolves it to check the signed denial.
-ABSENT_PROBE = parse_handle("~absent--alter-publish-probe")
-
-
-def prove_zone(
-    zone: dns.zone.Zone,
-    spec: ZoneSpec,
-    expected: Mapping[str, str],
-    *,
-    now: int,
-    anchors: Sequence[TrustAnchor] = (),
-) -> ProofReport:
-    """Serve ``zone`` on 127.0.0.1 (OS-chosen port) and resolve and verify every handle.
-
-    ``expected`` maps handle-refs to the record text that was signed for them. For a
-    DNSSEC zone every answer must validate ``secure`` to ``anchors``, and a handle the
-    zone does not publish must come back as a ``secure`` denial (NSEC/NSEC3).
-
-    Raises:
-        ServeError: the loopback server could not start.
-    """
-    start = time.perf_counter()
-    secure = spec.dnssec.enabled
-    probe = secure and spec.find(ABSENT_PROBE.ref) is None
-    owners = [handle_spec.owner for handle_spec in spec.handles]
-    if probe:
-        owners.append(ABSENT_PROBE.owner(spec.origin))
-    with ZoneServer([zone]) as server:
-        host, port = server.address
-        with StubResolver(server.address, now, anchors, PROOF_TIMEOUT_SECONDS) as stub:
-            try:  # every query in flight at once; see StubResolver.exchange_many
-                answers = stub.query_txt_many(owners)
-            except ResolveError as exc:  # the zone's DNSKEY query failed
-                answers = [exc] * len(owners)
-    results = [
-        _prove_handle(handle_spec, answer, spec, expected.get(handle_spec.handle.ref), now)
-        for handle_spec, answer in zip(spec.handles, answers, strict=False)
-    ]
-    denial = _prove_denial(answers[-1], spec, now) if probe else None
-    return ProofReport(
-        zone=spec.origin,
-        server=f"{host}:{port}",
-        results=tuple(results),
-        seconds=time.perf_counter() - start,
-        denial=denial,
-    )
-
-
-def _prove_handle(
-    handle_spec: HandleSpec,
-    answer: Answer | ResolveError,
-    spec: ZoneSpec,
-    want: str | None,
-    now: int,
-) -> HandleProof:
-    ref, owner = handle_spec.handle.ref, handle_spec.owner
-    if isinstance(answer, ResolveError):
-        return HandleProof(ref, owner, "network", answer.what, "unknown")
-    resolution = resolve_answer(
-        handle_spec.handle,
-        answer,
-        substrate=spec.origin,
-        now=now,
-        allow_insecure=not spec.dnssec.enabled,
-    )
-    status = str(resolution.dnssec)
-    if not resolution.ok or resolution.envelope is None:
-        category = resolution.category or "not-found"
-        return HandleProof(ref, owner, category, resolution.detail, status)
-    if want is None:
-        return HandleProof(ref, owner, "not-signed", "no signed envelope on record", status)
-    if resolution.envelope.to_text() != want:
-        detail = "served envelope differs from the one signed"
-        return HandleProof(ref, owner, "mismatch", detail, status)
-    return HandleProof(ref, owner, None, resolution.detail, status, resolution.envelope)
-
-
-def _prove_denial(answer: Answer | ResolveError, spec: ZoneSpec, now: int) -> HandleProof:
-    """An unpublished handle must resolve to a validated denial, never to a record."""
-    ref, owner = ABSENT_PROBE.ref, ABSENT_PROBE.owner(spec.origin)
-    if isinstance(answer, ResolveError):
-        return HandleProof(ref, owner, "network", answer.what, "unknown")
-    resolution = resolve_answer(ABSENT_PROBE, answer, substrate=spec.origin, now=now)
-    status = str(resolution.dnssec)
-    if resolution.category == "not-found" and status == "secure":
-        return HandleProof(ref, owner, None, "denial of existence validated", status)
-    detail = f"expected a secure denial, got {resolution.category or 'a record'}"
-    return HandleProof(ref, owner, resolution.category or "mismatch", detail, status)
 
 
 def sign(
@@ -654,8 +557,9 @@ def sign(
         proof = None
         if verify:
             with watch.stage("proof"):
-                expected = {item.spec.handle.ref: item.envelope.to_text() for item in plan.signed}
-                proof = prove_zone(plan.zone, spec, expected, now=now, anchors=plan.anchors)
+                proof = prove_zone(
+                    plan.zone, spec, plan.expectations, now=now, anchors=plan.anchors
+                )
         plans.append((plan, proof, watch))
     committed = all(proof is None or proof.ok for _, proof, _ in plans)
     results: list[ZoneResult] = []
@@ -734,15 +638,21 @@ def _commit(plan: ZonePlan, zone_file: Path, envelopes_file: Path, ds_file: Path
 # --- verify ------------------------------------------------------------------
 
 
-def read_expected(envelopes_file: Path) -> dict[str, str]:
-    """Handle-ref -> signed record text from ``<zone>.envelopes.json``.
+def read_expected(envelopes_file: Path) -> dict[str, tuple[str, tuple[str, ...]]]:
+    """Handle-ref -> (signed record text, revocation texts) from ``<zone>.envelopes.json``.
 
     Raises:
         RenderError: missing, unreadable or not an envelopes document.
     """
     try:
         doc = json.loads(envelopes_file.read_text(encoding="utf-8"))
-        return {str(item["handle"]): str(item["text"]) for item in doc["handles"]}
+        return {
+            str(item["handle"]): (
+                str(item["text"]),
+                tuple(str(text) for text in item.get("revocations", ())),
+            )
+            for item in doc["handles"]
+        }
     except FileNotFoundError as exc:
         raise RenderError(
             "not found; run 'alter-publish sign' first", where=str(envelopes_file)
@@ -793,9 +703,16 @@ def verify(
             anchors = given
         elif spec.dnssec.enabled:
             anchors = read_trust_anchors(ds_path(out, spec.origin))
-        proofs.append(
-            prove_zone(zone, spec, read_expected(envelopes_file), now=now, anchors=anchors)
-        )
+        index = LogIndex(read_log(log_path_for(spec.path)))
+        expected = read_expected(envelopes_file)
+        expectations = {
+            handle_spec.handle.ref: _expectation(
+                handle_spec, *expected[handle_spec.handle.ref], index
+            )
+            for handle_spec in spec.handles
+            if handle_spec.handle.ref in expected
+        }
+        proofs.append(prove_zone(zone, spec, expectations, now=now, anchors=anchors))
     return VerifyReport(proofs=tuple(proofs), warnings=tuple(warnings))
 
 

@@ -17,7 +17,7 @@ import dns.rdtypes.ANY.TXT
 import dns.zone
 import jinja2
 
-from alter_publish.envelope import Envelope
+from alter_publish.envelope import Envelope, Revocation, split_txt
 from alter_publish.errors import RenderError
 from alter_publish.model import HandleSpec, ZoneSpec
 
@@ -32,6 +32,7 @@ class SignedHandle:
 
     spec: HandleSpec
     envelope: Envelope
+    revocations: tuple[Revocation, ...] = ()
 
 
 def txt_rdata_text(strings: Sequence[str]) -> str:
@@ -71,6 +72,14 @@ def template_context(
             "key_id": item.envelope.key_id,
             "text": item.envelope.to_text(),
             "rdata": txt_rdata_text(item.envelope.txt_strings()),
+            "revocations": [
+                {
+                    "epoch": revocation.epoch,
+                    "text": revocation.to_text(),
+                    "rdata": txt_rdata_text(split_txt(revocation.to_text())),
+                }
+                for revocation in item.revocations
+            ],
         }
         for item in signed
     ]
@@ -134,6 +143,7 @@ def envelopes_document(spec: ZoneSpec, signed: Sequence[SignedHandle], serial: i
             "text": item.envelope.to_text(),
             "txt_strings": list(item.envelope.txt_strings()),
         }
+        | ({"revocations": [r.to_text() for r in item.revocations]} if item.revocations else {})
         for item in signed
     ]
     document = {

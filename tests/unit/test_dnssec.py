@@ -193,7 +193,7 @@ def test_refuses_a_zone_that_holds_dnssec_records_already() -> None:
 
 def test_needs_both_roles() -> None:
     zone = dns.zone.from_text(ZONE_TEXT, origin=ORIGIN, relativize=False)
-    with pytest.raises(SigningError, match="KSK and one ZSK"):
+    with pytest.raises(SigningError, match="active KSK and one active ZSK"):
         sign_zone(zone, keys=KEYS[:1], spec=DNSSECSpec(), window=WINDOW, dnskey_ttl=3600)
 
 

@@ -23,6 +23,7 @@ from alter_publish.keys import (
     KeyStore,
     ZoneKey,
     ZoneKeyRole,
+    ZoneKeyState,
 )
 
 # Built at run time so no committed file looks like it holds a PEM private key.
@@ -105,6 +106,7 @@ def test_layout_index_and_file_modes(store: KeyStore) -> None:
                 "file": key_file(key.role, key.tag),
                 "created": NOW,
                 "state": "active",
+                "since": NOW,
             }
             for key in (ksk, zsk)
         ],
@@ -232,12 +234,48 @@ def test_incomplete_key_set_is_refused_even_with_create(store: KeyStore, create:
     assert "dnssec keygen" in info.value.what
 
 
-def test_inactive_keys_are_not_loaded(store: KeyStore) -> None:
+def test_removed_keys_are_not_loaded_unless_asked(store: KeyStore) -> None:
     doc = read_index(store)
-    doc["keys"][1]["state"] = "retired"
+    doc["keys"][1]["state"] = "removed"
     write_index(store, doc)
     (ksk,) = store.zone_keys(ZONE)
     assert ksk.role is ZoneKeyRole.KSK
+    assert [key.role for key in store.zone_keys(ZONE, removed=True)] == [
+        ZoneKeyRole.KSK,
+        ZoneKeyRole.ZSK,
+    ]
+
+
+def test_retired_keys_load_with_their_state(store: KeyStore) -> None:
+    doc = read_index(store)
+    doc["keys"][1]["state"] = "retired"
+    doc["keys"][1]["since"] = NOW + 60
+    write_index(store, doc)
+    _, zsk = store.zone_keys(ZONE)
+    assert (zsk.state, zsk.since) == (ZoneKeyState.RETIRED, NOW + 60)
+    assert zsk.in_dnskey
+    assert not zsk.signs
+    with pytest.raises(KeyStoreError, match="no active KSK and ZSK pair"):
+        store.current_zone_keys(ZONE, create=False, now=NOW)
+
+
+def test_unknown_state_is_a_bad_entry(store: KeyStore) -> None:
+    doc = read_index(store)
+    doc["keys"][0]["state"] = "sleeping"
+    write_index(store, doc)
+    with pytest.raises(KeyStoreError, match="bad key entry"):
+        store.zone_keys(ZONE)
+
+
+def test_add_zone_key_keeps_tags_distinct_and_the_index_whole(store: KeyStore) -> None:
+    before = store.zone_keys(ZONE)
+    new = store.add_zone_key(ZONE, ZoneKeyRole.ZSK, ZoneKeyState.PUBLISHED, now=NOW + 5)
+    after = store.zone_keys(ZONE)
+    assert new.tag not in {key.tag for key in before}
+    assert [key.tag for key in after] == [before[0].tag, before[1].tag, new.tag]
+    assert (after[2].state, after[2].since) == (ZoneKeyState.PUBLISHED, NOW + 5)
+    assert new.in_dnskey
+    assert not new.signs
 
 
 # --- passphrase ----------------------------------------------------------------------
