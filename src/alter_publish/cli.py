@@ -19,7 +19,7 @@ import click
 import dns.name
 import typer
 
-from alter_publish import pipeline
+from alter_publish import keyops, pipeline
 from alter_publish.dnssec import ds_records
 from alter_publish.envelope import Envelope, b64url, verify_record
 from alter_publish.errors import (
@@ -33,9 +33,12 @@ from alter_publish.errors import (
     VerificationError,
 )
 from alter_publish.handles import Handle, normalize_domain, parse_handle, parse_reference
-from alter_publish.keys import KeyStore, ZoneKey, passphrase_from_env
+from alter_publish.keys import KeyStore, ZoneKey, ZoneKeyRole, passphrase_from_env
+from alter_publish.lifecycle import RotationMode
+from alter_publish.model import format_span, format_utc
 from alter_publish.proof import ProofReport
 from alter_publish.resolver import resolve as resolve_handle
+from alter_publish.rollover import StepResult
 from alter_publish.server import ZoneServer
 from alter_publish.validation import read_trust_anchors
 from alter_publish.version import __version__
@@ -463,6 +466,266 @@ def dnssec_ds(
             f"no DNSSEC keys; run 'alter-publish dnssec keygen {origin}'", where=origin
         )
     _print_zone_keys(origin, found, ttl, as_json)
+
+
+ZonesDirOption = Annotated[
+    Path, typer.Option("--zones", help="Where zone definitions live (zones/<zone>.yaml).")
+]
+ZoneNameOption = Annotated[
+    str, typer.Option("--zone", help="The zone: a name (zones/<zone>.yaml) or a definition file.")
+]
+
+
+def _ago(when: int | None, now: int) -> str:
+    if when is None:
+        return "-"
+    delta = when - now
+    span = format_span(abs(delta))
+    relative = f"in {span}" if delta > 0 else f"{span} ago" if delta else "now"
+    return f"{format_utc(when)} ({relative})"
+
+
+@app.command()
+def rotate(
+    handle: Annotated[str, typer.Argument(help="The handle, e.g. ~blake.")],
+    zone: ZoneNameOption,
+    compromised: Annotated[
+        bool,
+        typer.Option(
+            "--compromised",
+            help="The current key is compromised: revoke its epoch, publish the next without psig.",
+        ),
+    ] = False,
+    lost: Annotated[
+        bool,
+        typer.Option(
+            "--lost",
+            help="The current key is lost: publish the next epoch without psig "
+            "(revoked too when its secret is at hand).",
+        ),
+    ] = False,
+    secret_out: Annotated[
+        Path | None,
+        typer.Option("--secret-out", help="Write the new revocation secret here (keep offline)."),
+    ] = None,
+    secret_file: Annotated[
+        Path | None,
+        typer.Option("--secret-file", help="The current epoch's revocation secret (offline copy)."),
+    ] = None,
+    now: NowOption = None,
+    keys: KeysOption = Path("keys"),
+    zones_dir: ZonesDirOption = Path("zones"),
+    as_json: JsonOption = False,
+) -> None:
+    """Make a handle's next key epoch; the next sign publishes it (psig by the old key)."""
+    if compromised and lost:
+        raise UsageError("give at most one of --compromised and --lost")
+    mode = (
+        RotationMode.COMPROMISED
+        if compromised
+        else RotationMode.LOST
+        if lost
+        else RotationMode.SCHEDULED
+    )
+    result = keyops.rotate_handle(
+        zone,
+        handle,
+        keys=_keystore(keys),
+        now=_now(now),
+        mode=mode,
+        secret_out=secret_out,
+        secret_file=secret_file,
+        zones_dir=zones_dir,
+    )
+    if as_json:
+        _emit_json(result.to_mapping())
+        return
+    ref = result.handle.ref
+    if result.revocation is not None:
+        typer.echo(f"{ref}: epoch {result.revocation.epoch} revocation queued")
+    continuity = (
+        f"psig by epoch {result.previous_epoch}"
+        if str(result.rotation.continuity) == "psig"
+        else "no psig (pinned verifiers must re-pin out of band)"
+    )
+    typer.echo(f"{ref}: epoch {result.key.epoch} key {result.key.key_id} created; {continuity}")
+    typer.echo(f"{ref}: revocation secret in {result.secret_file}; keep a copy offline")
+    typer.echo(f"next: alter-publish sign {keyops.zone_definition(zone, zones_dir)}")
+
+
+@app.command()
+def revoke(
+    handle: Annotated[str, typer.Argument(help="The handle, e.g. ~blake.")],
+    zone: ZoneNameOption,
+    epoch: Annotated[
+        int | None,
+        typer.Option("--epoch", help="The epoch to revoke (default: the current one).", min=1),
+    ] = None,
+    secret_file: Annotated[
+        Path | None,
+        typer.Option("--secret-file", help="That epoch's revocation secret (offline copy)."),
+    ] = None,
+    now: NowOption = None,
+    keys: KeysOption = Path("keys"),
+    zones_dir: ZonesDirOption = Path("zones"),
+    as_json: JsonOption = False,
+) -> None:
+    """Queue the revocation of a past epoch; it needs only that epoch's revocation secret."""
+    ref, revoked, new = keyops.revoke_handle(
+        zone,
+        handle,
+        keys=_keystore(keys),
+        now=_now(now),
+        epoch=epoch,
+        secret_file=secret_file,
+        zones_dir=zones_dir,
+    )
+    if as_json:
+        _emit_json({"handle": ref, "epoch": revoked, "queued": new})
+        return
+    said = "queued" if new else "was already queued or published"
+    typer.echo(f"{ref}: revocation of epoch {revoked} {said}")
+    typer.echo(f"next: alter-publish sign {keyops.zone_definition(zone, zones_dir)}")
+
+
+keys_app = typer.Typer(
+    name="keys", help="Handle and zone key status across zones.", no_args_is_help=True
+)
+app.add_typer(keys_app)
+
+
+@keys_app.command("status")
+def keys_status(
+    zones: ZonesArgument = None,
+    now: NowOption = None,
+    keys: KeysOption = Path("keys"),
+    as_json: JsonOption = False,
+) -> None:
+    """Per handle: epochs, key ids, states, expiry, next action; per zone: DNSSEC keys."""
+    moment = _now(now)
+    report = keyops.keys_status(
+        pipeline.find_zone_files(zones or []), keys=_keystore(keys), now=moment
+    )
+    if as_json:
+        _emit_json({"now": moment, "zones": [zone.to_mapping(moment) for zone in report]})
+        return
+    for zone in report:
+        for status in zone.handles:
+            epochs = ", ".join(
+                f"{e.epoch}:{e.key_id or '?'}:{e.state}{'' if e.published else '(unpublished)'}"
+                for e in status.epochs
+            )
+            typer.echo(f"{zone.zone}: {status.handle}: epochs [{epochs or 'none'}]")
+            typer.echo(
+                f"{zone.zone}: {status.handle}: expires {_ago(status.expires, moment)}; "
+                f"next: {status.next_action}"
+            )
+        if zone.dnssec is not None:
+            _print_dnssec_status(zone.dnssec, moment)
+
+
+def _print_dnssec_status(status: keyops.ZoneKeysStatus, now: int) -> None:
+    zone = status.zone
+    for key in status.keys:
+        where = [w for w, on in (("DNSKEY", key.in_dnskey), ("DS", key.in_ds)) if on]
+        typer.echo(
+            f"{zone}: {key.role.upper()} {key.tag}: {key.state} since {format_utc(key.since)}"
+            f"{'; signs' if key.signs else ''}{'; in ' + '+'.join(where) if where else ''}"
+        )
+    if not status.signed:
+        typer.echo(f"{zone}: the key states are not published yet: run sign")
+    upcoming = status.next_step
+    if upcoming is None:
+        typer.echo(f"{zone}: no rollover running")
+    elif upcoming.not_before is None:
+        typer.echo(f"{zone}: next step: {upcoming.action}")
+    else:
+        typer.echo(f"{zone}: next step: {upcoming.action}, from {_ago(upcoming.not_before, now)}")
+
+
+@dnssec_app.command("status")
+def dnssec_status(
+    zone: Annotated[str, typer.Argument(help="The zone: a name or a definition file.")],
+    now: NowOption = None,
+    keys: KeysOption = Path("keys"),
+    zones_dir: ZonesDirOption = Path("zones"),
+    as_json: JsonOption = False,
+) -> None:
+    """Show the zone's DNSSEC keys, their states, and the running rollover's next step."""
+    moment = _now(now)
+    status = keyops.dnssec_status(zone, keys=_keystore(keys), zones_dir=zones_dir)
+    if as_json:
+        _emit_json(status.to_mapping(moment))
+        return
+    _print_dnssec_status(status, moment)
+    for line in status.ds:
+        typer.echo(f"{status.zone}: DS the parent should hold: {line}")
+
+
+def _print_step(result: StepResult, now: int, as_json: bool) -> None:
+    if as_json:
+        _emit_json(result.to_mapping())
+        return
+    zone, upcoming = result.zone, result.next_step
+    for line in result.changed:
+        typer.echo(f"{zone}: {line}")
+    for line in result.ds_submit:
+        typer.echo(f"{zone}: the parent should now hold: {line}")
+    for line in result.ds_remove:
+        typer.echo(f"{zone}: withdraw from the parent: {line}")
+    typer.echo("next: alter-publish sign (it publishes these key states)")
+    if upcoming is None:
+        typer.echo(f"{zone}: rollover complete")
+    elif upcoming.not_before is None:
+        typer.echo(f"{zone}: then: {upcoming.action}")
+    else:
+        typer.echo(f"{zone}: then: {upcoming.action}, from {_ago(upcoming.not_before, now)}")
+
+
+@dnssec_app.command("rollover")
+def dnssec_rollover(
+    zone: Annotated[str, typer.Argument(help="The zone: a name or a definition file.")],
+    role: Annotated[
+        str, typer.Argument(help="zsk (pre-publication) or ksk (double-DS).", show_default=False)
+    ],
+    now: NowOption = None,
+    keys: KeysOption = Path("keys"),
+    zones_dir: ZonesDirOption = Path("zones"),
+    as_json: JsonOption = False,
+) -> None:
+    """Start a ZSK or KSK rollover (RFC 7583); 'dnssec step' takes it on."""
+    try:
+        key_role = ZoneKeyRole(role.lower())
+    except ValueError as exc:
+        raise UsageError(f"role {role!r} is not zsk or ksk") from exc
+    moment = _now(now)
+    result = keyops.dnssec_rollover(
+        zone, key_role, keys=_keystore(keys), now=moment, zones_dir=zones_dir
+    )
+    _print_step(result, moment, as_json)
+
+
+@dnssec_app.command("step")
+def dnssec_step(
+    zone: Annotated[str, typer.Argument(help="The zone: a name or a definition file.")],
+    ds_published: Annotated[
+        bool,
+        typer.Option(
+            "--ds-published",
+            help="Confirm the parent zone now serves the new KSK's DS (checked nowhere else).",
+        ),
+    ] = False,
+    now: NowOption = None,
+    keys: KeysOption = Path("keys"),
+    zones_dir: ZonesDirOption = Path("zones"),
+    as_json: JsonOption = False,
+) -> None:
+    """Take the running rollover's next step, once RFC 7583's wait is over."""
+    moment = _now(now)
+    result = keyops.dnssec_step(
+        zone, keys=_keystore(keys), now=moment, ds_published=ds_published, zones_dir=zones_dir
+    )
+    _print_step(result, moment, as_json)
 
 
 def _version_callback(value: bool) -> None:

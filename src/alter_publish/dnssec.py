@@ -103,14 +103,15 @@ class SignedZone:
     max_ttl: int = 0  # the largest TTL of a signed rrset (RFC 7583's TTLsig)
 
 
+def ds_line(origin: dns.name.Name, key: ZoneKey, ttl: int) -> str:
+    """The DS (SHA-256) of one key as a master-file line."""
+    ds = dns.dnssec.make_ds(origin, key.dnskey, DS_DIGEST)
+    return f"{origin.to_text()} {ttl} IN DS {ds.to_text()}"
+
+
 def ds_records(origin: dns.name.Name, keys: Sequence[ZoneKey], ttl: int) -> tuple[str, ...]:
-    """The DS (SHA-256) of each KSK the parent should hold, as master-file lines."""
-    lines = []
-    for key in keys:
-        if key.in_ds:
-            ds = dns.dnssec.make_ds(origin, key.dnskey, DS_DIGEST)
-            lines.append(f"{origin.to_text()} {ttl} IN DS {ds.to_text()}")
-    return tuple(lines)
+    """The DS of each KSK the parent should hold (see ``ZoneKey.in_ds``), as master-file lines."""
+    return tuple(ds_line(origin, key, ttl) for key in keys if key.in_ds)
 
 
 def choose_window(previous: SignatureWindow | None, now: int, spec: DNSSECSpec) -> SignatureWindow:

@@ -107,6 +107,15 @@ def format_duration(seconds: int) -> str:
     return f"{seconds}s"
 
 
+def format_span(seconds: int) -> str:
+    """A human span like ``2d3h20m`` (whole minutes, rounded up; ``0m`` for none)."""
+    minutes = -(-max(seconds, 0) // 60)
+    days, minutes = divmod(minutes, 1440)
+    hours, minutes = divmod(minutes, 60)
+    parts = [f"{n}{unit}" for n, unit in ((days, "d"), (hours, "h"), (minutes, "m")) if n]
+    return "".join(parts) or "0m"
+
+
 def format_utc(seconds: int) -> str:
     """Unix seconds as an RFC 3339 UTC time, like ``2026-01-01T00:00:00Z``."""
     return time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime(seconds))

@@ -206,12 +206,24 @@ class SerialState:
     serial: int
     digest: str
     signatures: SignatureWindow | None = None
+    #: The zone keys the published zone was signed with, as ``role-tag-state``.
+    keys: tuple[str, ...] = ()
+    #: When a zone with exactly those key states was first published.
+    keys_since: int | None = None
+    #: The largest TTL of a signed rrset (RFC 7583's TTLsig for rollover timing).
+    max_ttl: int | None = None
 
     def to_text(self) -> str:
         """JSON form."""
         doc: dict[str, Any] = {"format": STATE_FORMAT, "serial": self.serial, "digest": self.digest}
         if self.signatures is not None:
             doc["signatures"] = self.signatures.to_mapping()
+        if self.keys:
+            doc["zone_keys"] = {
+                "keys": list(self.keys),
+                "since": self.keys_since,
+                "max_ttl": self.max_ttl,
+            }
         return json.dumps(doc, indent=2, sort_keys=True) + "\n"
 
     @classmethod
@@ -229,7 +241,15 @@ class SerialState:
                 if window is None
                 else SignatureWindow(int(window["inception"]), int(window["expiration"]))
             )
-            return cls(serial=int(doc["serial"]), digest=str(doc["digest"]), signatures=signatures)
+            zone_keys = doc.get("zone_keys") or {}
+            return cls(
+                serial=int(doc["serial"]),
+                digest=str(doc["digest"]),
+                signatures=signatures,
+                keys=tuple(str(key) for key in zone_keys.get("keys", ())),
+                keys_since=_optional_int(zone_keys.get("since")),
+                max_ttl=_optional_int(zone_keys.get("max_ttl")),
+            )
         except FileNotFoundError:
             return None
         except (OSError, ValueError, KeyError, TypeError) as exc:
@@ -240,6 +260,15 @@ class SerialState:
         if digest == self.digest:
             return self.serial
         return min(max(self.serial + 1, now), SERIAL_MAX)
+
+
+def _optional_int(value: Any) -> int | None:
+    return None if value is None else int(value)
+
+
+def key_states(zone_keys: Sequence[ZoneKey]) -> tuple[str, ...]:
+    """The zone keys as the ``role-tag-state`` strings the serial state records."""
+    return tuple(f"{key.role}-{key.tag}-{key.state}" for key in zone_keys)
 
 
 # --- signing -----------------------------------------------------------------
@@ -458,13 +487,36 @@ def plan_zone(
         log=log,
         new_entries=tuple(new_entries),
         signed=tuple(signed),
-        state=SerialState(serial=serial, digest=digest, signatures=window),
+        state=_next_state(previous_state, serial, digest, window, zone_keys, signed_zone, now),
         zone_text=zone_text,
         envelopes_json=envelopes_json,
         zone=zone,
         signed_zone=signed_zone,
         zone_keys=zone_keys,
         expectations=expectations,
+    )
+
+
+def _next_state(
+    previous: SerialState | None,
+    serial: int,
+    digest: str,
+    window: SignatureWindow | None,
+    zone_keys: Sequence[ZoneKey],
+    signed_zone: SignedZone | None,
+    now: int,
+) -> SerialState:
+    if signed_zone is None:
+        return SerialState(serial=serial, digest=digest, signatures=window)
+    states = key_states(zone_keys)
+    same = previous is not None and previous.keys == states and previous.keys_since is not None
+    return SerialState(
+        serial=serial,
+        digest=digest,
+        signatures=window,
+        keys=states,
+        keys_since=previous.keys_since if same and previous is not None else now,
+        max_ttl=signed_zone.max_ttl,
     )
 
 
@@ -508,7 +560,7 @@ def _dnssec_fingerprint(
         return ""
     doc = {
         "dnssec": spec.dnssec.signing_mapping(),
-        "keys": [f"{key.role}-{key.tag}-{key.state}" for key in zone_keys],
+        "keys": list(key_states(zone_keys)),
         "window": window.to_mapping(),
     }
     return "\n; " + json.dumps(doc, sort_keys=True)

@@ -35,9 +35,12 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
 
+import dns.name
+
+from alter_publish.dnssec import ds_line, ds_records
 from alter_publish.errors import KeyStoreError
 from alter_publish.keys import KeyStore, ZoneKey, ZoneKeyRole, ZoneKeyState
-from alter_publish.model import DNSSECSpec, format_utc
+from alter_publish.model import DNSSECSpec, format_span, format_utc
 
 
 class RolloverError(KeyStoreError):
@@ -127,13 +130,29 @@ class NextStep:
 
 @dataclass(frozen=True, slots=True)
 class StepResult:
-    """What a rollover call changed: the keys afterwards and what to tell the operator."""
+    """What a rollover call changed: the keys afterwards and what to tell the operator.
 
+    ``ds_submit`` is the whole DS set the parent should hold (master-file lines) when
+    it must change to include a new key; ``ds_remove`` the DS lines it may now drop.
+    """
+
+    zone: str
     keys: tuple[ZoneKey, ...]
     changed: tuple[str, ...]
-    ds_submit: tuple[ZoneKey, ...] = ()
-    ds_remove: tuple[ZoneKey, ...] = ()
+    ds_submit: tuple[str, ...] = ()
+    ds_remove: tuple[str, ...] = ()
     next_step: NextStep | None = None
+
+    def to_mapping(self) -> dict[str, Any]:
+        """JSON form."""
+        return {
+            "zone": self.zone,
+            "changed": list(self.changed),
+            "ds_submit": list(self.ds_submit),
+            "ds_remove": list(self.ds_remove),
+            "keys": [key.index_entry() for key in self.keys],
+            "next_step": None if self.next_step is None else self.next_step.to_mapping(),
+        }
 
 
 def _find(keys: Sequence[ZoneKey], role: ZoneKeyRole, *states: ZoneKeyState) -> ZoneKey | None:
@@ -219,10 +238,10 @@ def begin(
     keys = store.zone_keys(zone)
     if role is ZoneKeyRole.ZSK:
         changed = (f"{_label(new)} created and published (not signing yet)",)
-        return StepResult(keys, changed, next_step=next_step(keys, timing, now))
+        return StepResult(zone, keys, changed, next_step=next_step(keys, timing, now))
     changed = (f"{_label(new)} created; submit its DS to the parent zone",)
-    submit = tuple(key for key in keys if key.in_ds)
-    return StepResult(keys, changed, ds_submit=submit, next_step=next_step(keys, timing, now))
+    submit = ds_records(dns.name.from_text(zone), keys, timing.dnskey_ttl)
+    return StepResult(zone, keys, changed, submit, next_step=next_step(keys, timing, now))
 
 
 def step(
@@ -262,17 +281,19 @@ def step(
     if upcoming.not_before is not None and now < upcoming.not_before:
         raise RolloverError(
             f"too early to {upcoming.action}: not before {format_utc(upcoming.not_before)} "
-            f"(in {_span(upcoming.not_before - now)}); caches may still hold the old data",
+            f"(in {format_span(upcoming.not_before - now)}); caches may still hold the old data",
             where=zone,
         )
     moves, changed, remove = _transition(keys, upcoming.role)
     after = tuple(key.moved(moves[key.tag], now) if key.tag in moves else key for key in every)
     store.save_zone_keys(zone, after)
     live = tuple(key for key in after if key.state is not ZoneKeyState.REMOVED)
+    origin = dns.name.from_text(zone)
     return StepResult(
+        zone,
         live,
         tuple(changed),
-        ds_remove=tuple(key for key in after if key.tag in remove),
+        ds_remove=tuple(ds_line(origin, k, timing.dnskey_ttl) for k in after if k.tag in remove),
         next_step=next_step(live, timing, now),
     )
 
@@ -312,11 +333,3 @@ def _transition(
             f"{_label(old)} removed; withdraw its DS from the parent; KSK rollover complete"
         )
     return moves, changed, remove
-
-
-def _span(seconds: int) -> str:
-    hours, rest = divmod(max(seconds, 0), 3600)
-    minutes = -(-rest // 60)
-    if minutes == 60:
-        hours, minutes = hours + 1, 0
-    return f"{hours}h{minutes:02d}m"
