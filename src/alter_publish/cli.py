@@ -36,6 +36,7 @@ from alter_publish.handles import Handle, normalize_domain, parse_handle, parse_
 from alter_publish.keys import KeyStore, ZoneKey, ZoneKeyRole, passphrase_from_env
 from alter_publish.lifecycle import RotationMode
 from alter_publish.model import format_span, format_utc
+from alter_publish.pins import PinStore
 from alter_publish.proof import ProofReport
 from alter_publish.resolver import resolve as resolve_handle
 from alter_publish.rollover import StepResult
@@ -238,6 +239,14 @@ def resolve(
             min=0.1,
         ),
     ] = 3.0,
+    pin_store: Annotated[
+        Path | None,
+        typer.Option(
+            "--pin-store",
+            help="Pin (handle, epoch, key) on first use in this file and enforce it after: "
+            "rollback, key-mismatch and continuity (psig) checks.",
+        ),
+    ] = None,
     as_json: JsonOption = False,
 ) -> None:
     """Resolve and verify a handle against any name server (spec section 7)."""
@@ -245,15 +254,24 @@ def resolve(
     if allow_insecure:
         _warn("--allow-insecure: accepting answers without DNSSEC validation")
     anchors = read_trust_anchors(trust_anchor) if trust_anchor else ()
+    pins = PinStore.read(pin_store) if pin_store else None
+    owner = target.handle.owner(substrate)
+    moment = _now(now)
     result = resolve_handle(
         target,
         server=_parse_hostport(server),
         substrate=substrate,
-        now=_now(now),
+        now=moment,
         anchors=anchors,
         allow_insecure=allow_insecure,
         timeout=timeout,
+        pinned=pins.pinned(owner) if pins else None,
     )
+    pin_change = None
+    if pins is not None and result.ok and result.envelope is not None:
+        pin_change = pins.accept(result.owner, result.envelope, moment)
+        if pin_change != "unchanged":
+            pins.write()
     fields: dict[str, Any] = {"handle": target.handle.ref, "owner": result.owner}
     if result.envelope is not None:
         fields = _envelope_mapping(result.envelope, result.owner)
@@ -268,11 +286,15 @@ def resolve(
             "fragment": target.fragment,
         }
     )
+    if pins is not None:
+        fields["pin"] = pin_change
     if as_json:
         _emit_json(fields)
     elif result.ok:
         _print_envelope(fields)
         typer.echo(f"{'dnssec:':12} {result.dnssec}")
+        if pin_change is not None and result.envelope is not None:
+            typer.echo(f"{'pin:':12} {pin_change} (epoch {result.envelope.epoch})")
     if not result.ok:
         _fail(
             EXIT_VERIFICATION,

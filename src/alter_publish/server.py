@@ -72,7 +72,8 @@ class ZoneServer:
 
     Use as a context manager (``with ZoneServer(zones) as server:``), or call
     :meth:`start` and :meth:`stop`. The zones are indexed once, when the
-    server is created; later changes to the zone objects are not seen.
+    server is created; later changes to the zone objects are not seen, but
+    :meth:`load` swaps in new zones while the server runs.
     """
 
     def __init__(
@@ -92,8 +93,7 @@ class ZoneServer:
         Raises:
             ServeError: a zone has no origin or SOA, or two zones share an origin.
         """
-        self._index = ZoneIndex.build(zones)
-        self._cache = ResponseCache(self._index)
+        self._cache = ResponseCache(ZoneIndex.build(zones))
         self._host = address
         self._port = port
         self._lock = threading.Lock()
@@ -111,7 +111,15 @@ class ZoneServer:
     @property
     def index(self) -> ZoneIndex:
         """The lookup structure the server answers from."""
-        return self._index
+        return self._cache.index
+
+    def load(self, zones: Sequence[dns.zone.Zone]) -> None:
+        """Answer from ``zones`` from now on (queries in flight finish on the old ones).
+
+        Raises:
+            ServeError: a zone has no origin or SOA, or two zones share an origin.
+        """
+        self._cache.replace(ZoneIndex.build(zones))
 
     @property
     def address(self) -> tuple[str, int]:
@@ -153,7 +161,7 @@ class ZoneServer:
             ]
             for thread in self._threads:
                 thread.start()
-            logger.debug("serving %d zone(s) on %s:%d", len(self._index.zones), host, port)
+            logger.debug("serving %d zone(s) on %s:%d", len(self.index.zones), host, port)
 
     def _bind(self) -> tuple[socket.socket, socket.socket]:
         try:

@@ -515,15 +515,16 @@ def answer(index: ZoneIndex, wire: bytes, *, max_udp: int | None) -> bytes | Non
 
 
 class ResponseCache:
-    """Memo of :func:`answer` for one immutable index.
+    """Memo of :func:`answer` for an immutable index (which :meth:`replace` swaps).
 
     The response depends only on the query bytes after the id and on the
     transport limit, so repeated questions (a load generator, a resolver
     retrying) skip parsing and rendering. Dict operations are atomic under
-    the GIL, so several serving threads share one cache without a lock.
+    the GIL, so several serving threads share one cache without a lock; the
+    index and its entries are swapped together as one tuple.
     """
 
-    __slots__ = ("_entries", "_index")
+    __slots__ = ("_state",)
 
     def __init__(self, index: ZoneIndex) -> None:
         """Start with an empty cache.
@@ -531,8 +532,16 @@ class ResponseCache:
         Args:
             index: the zones to answer from.
         """
-        self._index = index
-        self._entries: dict[tuple[int | None, bytes], bytes] = {}
+        self._state: tuple[ZoneIndex, dict[tuple[int | None, bytes], bytes]] = (index, {})
+
+    @property
+    def index(self) -> ZoneIndex:
+        """The zones answered from."""
+        return self._state[0]
+
+    def replace(self, index: ZoneIndex) -> None:
+        """Answer from ``index`` from now on, with an empty cache."""
+        self._state = (index, {})
 
     def answer(self, wire: bytes, max_udp: int | None) -> bytes | None:
         """Answer one query like :func:`answer`, from the cache when possible. Never raises.
@@ -545,15 +554,16 @@ class ResponseCache:
             The response wire with the query's id, or ``None`` when nothing
             should be sent.
         """
+        index, entries = self._state
         key = (max_udp, wire[2:])
-        cached = self._entries.get(key)
+        cached = entries.get(key)
         if cached is not None:
             return wire[:2] + cached[2:]
-        reply = answer(self._index, wire, max_udp=max_udp)
+        reply = answer(index, wire, max_udp=max_udp)
         if reply is not None and len(wire) <= CACHEABLE_QUERY_OCTETS_MAX:
-            if len(self._entries) >= RESPONSE_CACHE_ENTRIES_MAX:
-                self._entries.clear()
-            self._entries[key] = reply
+            if len(entries) >= RESPONSE_CACHE_ENTRIES_MAX:
+                entries.clear()
+            entries[key] = reply
         return reply
 
 

@@ -446,6 +446,7 @@ class Unbound:
         upstream: tuple[str, int],
         trust_anchors: Sequence[str],
         at: int | None = None,
+        more_stubs: Sequence[tuple[str, tuple[str, int]]] = (),
     ) -> None:
         """Prepare the configuration; nothing runs until :meth:`start`.
 
@@ -457,6 +458,8 @@ class Unbound:
             trust_anchors: DS or DNSKEY records, one ``trust-anchor:`` each,
                 e.g. ``"example.com. DS 12345 15 2 ab12..."``.
             at: POSIX time to validate at; the real clock when None.
+            more_stubs: further ``(zone, (address, port))`` stub zones, e.g. a
+                parent zone that serves the DS of ``zone``.
 
         Raises:
             ValueError: an anchor does not parse, or a path holds a quote.
@@ -471,6 +474,10 @@ class Unbound:
         if not self._anchors:
             raise ValueError("unbound needs at least one trust anchor")
         self._at = at
+        self._stubs = (
+            (self._zone, upstream),
+            *tuple((dns.name.from_text(name).to_text(), address) for name, address in more_stubs),
+        )
         self._process: subprocess.Popen[bytes] | None = None
         self._address: tuple[str, int] | None = None
 
@@ -510,7 +517,6 @@ class Unbound:
             The configuration.
         """
         workdir = self._workdir
-        up_host, up_port = self._upstream
         server = [
             "interface: 127.0.0.1",
             f"port: {port}",
@@ -530,17 +536,20 @@ class Unbound:
             "qname-minimisation: no",
             "trust-anchor-signaling: no",
             'local-zone: "." refuse',
-            f'local-zone: "{self._zone}" transparent',
+            *(f'local-zone: "{name}" transparent' for name, _ in self._stubs),
             *(f"trust-anchor: {_quoted(anchor, 'trust anchor')}" for anchor in self._anchors),
         ]
         if self._at is not None:
             server.append(f'val-override-date: "{_rrsig_time(self._at)}"')
+        stubs = [
+            line
+            for name, (host, port) in self._stubs
+            for line in ("stub-zone:", f'    name: "{name}"', f"    stub-addr: {host}@{port}")
+        ]
         sections = [
             "server:",
             *(f"    {line}" for line in server),
-            "stub-zone:",
-            f'    name: "{self._zone}"',
-            f"    stub-addr: {up_host}@{up_port}",
+            *stubs,
             "remote-control:",
             "    control-enable: no",
         ]
