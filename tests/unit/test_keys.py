@@ -2,17 +2,22 @@
 
 from __future__ import annotations
 
+import json
 import stat
 from pathlib import Path
 
 import pytest
 
+from alter_publish.envelope import b64url, revocation_commitment
 from alter_publish.errors import KeyStoreError
 from alter_publish.handles import parse_handle
 from alter_publish.keys import (
     PASSPHRASE_ENV,
     PASSPHRASE_FILE_ENV,
+    ROTATION_FORMAT,
+    Continuity,
     KeyStore,
+    Rotation,
     passphrase_from_env,
 )
 
@@ -84,3 +89,136 @@ def test_passphrase_from_env(tmp_path: Path) -> None:
         passphrase_from_env({PASSPHRASE_ENV: "a", PASSPHRASE_FILE_ENV: str(file)})
     with pytest.raises(KeyStoreError, match="empty"):
         passphrase_from_env({PASSPHRASE_ENV: ""})
+
+
+# --- revocation secrets kept offline -------------------------------------------------
+
+
+def test_generate_with_secret_out_keeps_only_the_commitment(tmp_path: Path) -> None:
+    store = KeyStore(tmp_path / "keys")
+    offline = tmp_path / "offline" / "blake-1.secret"
+    made = store.generate("example.com", BLAKE, 1, secret_out=offline)
+    assert stat.S_IMODE(offline.stat().st_mode) == 0o600
+    secret = store.read_secret("example.com", BLAKE, 1, offline)
+    _, secret_path = store.paths("example.com", BLAKE, 1)
+    assert not secret_path.exists()
+    rc_path = store.commitment_path("example.com", BLAKE, 1)
+    assert rc_path.read_text() == b64url(revocation_commitment(secret)) + "\n"
+    assert made.revocation_secret is None
+    assert made.commitment == revocation_commitment(secret)
+    loaded = store.load("example.com", BLAKE, 1)
+    assert loaded.revocation_secret is None
+    assert loaded.commitment == revocation_commitment(secret)
+    assert loaded.public_key == made.public_key
+    assert store.epochs("example.com", BLAKE) == (1,)
+
+
+def test_generate_refuses_an_existing_secret_out(tmp_path: Path) -> None:
+    store = KeyStore(tmp_path / "keys")
+    offline = tmp_path / "blake-1.secret"
+    offline.write_text("an older secret\n")
+    with pytest.raises(KeyStoreError, match="exists already") as excinfo:
+        store.generate("example.com", BLAKE, 1, secret_out=offline)
+    assert excinfo.value.where == str(offline)
+    assert offline.read_text() == "an older secret\n"
+    assert not store.root.exists()
+
+
+def test_load_without_secret_or_commitment_names_the_files(tmp_path: Path) -> None:
+    store = KeyStore(tmp_path)
+    store.generate("example.com", BLAKE, 1)
+    _, secret_path = store.paths("example.com", BLAKE, 1)
+    secret_path.unlink()
+    with pytest.raises(KeyStoreError, match="missing") as excinfo:
+        store.load("example.com", BLAKE, 1)
+    assert excinfo.value.where == str(secret_path)
+    assert "1.rc" in excinfo.value.what
+
+
+def test_corrupt_commitment_is_refused(tmp_path: Path) -> None:
+    store = KeyStore(tmp_path / "keys")
+    store.generate("example.com", BLAKE, 1, secret_out=tmp_path / "offline.secret")
+    rc_path = store.commitment_path("example.com", BLAKE, 1)
+    rc_path.write_text(b64url(bytes(31)) + "\n")
+    with pytest.raises(KeyStoreError, match="commitment") as excinfo:
+        store.load("example.com", BLAKE, 1)
+    assert excinfo.value.where == str(rc_path)
+
+
+@pytest.mark.parametrize(
+    "content",
+    [
+        b64url(bytes(31)).encode(),
+        b64url(bytes(33)).encode(),
+        (b64url(bytes(32)) + "=").encode(),
+        b"+" * 43,
+        b"",
+        b"\xff" * 43,
+    ],
+    ids=["31-bytes", "33-bytes", "padded", "not-base64url", "empty", "not-ascii"],
+)
+def test_read_secret_rejects_what_is_not_a_secret(tmp_path: Path, content: bytes) -> None:
+    store = KeyStore(tmp_path / "keys")
+    path = tmp_path / "given.secret"
+    path.write_bytes(content)
+    path.chmod(0o600)
+    with pytest.raises(KeyStoreError, match="32-byte revocation secret") as excinfo:
+        store.read_secret("example.com", BLAKE, 1, path)
+    assert excinfo.value.where == str(path)
+
+
+def test_read_secret_reads_a_good_file_and_names_a_missing_one(tmp_path: Path) -> None:
+    store = KeyStore(tmp_path / "keys")
+    path = tmp_path / "given.secret"
+    path.write_text(b64url(bytes(range(32))) + "\n")
+    path.chmod(0o600)
+    assert store.read_secret("example.com", BLAKE, 1, path) == bytes(range(32))
+    with pytest.raises(KeyStoreError, match="--secret-file"):
+        store.read_secret("example.com", BLAKE, 1)
+
+
+# --- rotation records ------------------------------------------------------------------
+
+
+def _rotation(store: KeyStore) -> Rotation:
+    public = store.generate("example.com", BLAKE, 2).public_key
+    return Rotation(2, 1_767_225_600, "scheduled", Continuity.PSIG, public)
+
+
+@pytest.mark.parametrize("continuity", list(Continuity), ids=str)
+def test_rotation_round_trips(tmp_path: Path, continuity: Continuity) -> None:
+    store = KeyStore(tmp_path)
+    made = _rotation(store)
+    rotation = Rotation(made.epoch, made.created, "compromised", continuity, made.public_key)
+    assert store.rotation("example.com", BLAKE, 2) is None
+    store.write_rotation("example.com", BLAKE, rotation)
+    assert store.rotation("example.com", BLAKE, 2) == rotation
+    assert store.rotation("example.com", BLAKE, 1) is None
+
+
+BAD_ROTATIONS = {
+    "not-json": "{not json",
+    "not-an-object": "[]",
+    "wrong-format": {"format": "alter-publish/rotation/0"},
+    "other-epoch": {"epoch": 3},
+    "bad-continuity": {"continuity": "maybe"},
+    "key-too-short": {"p": b64url(bytes(31))},
+    "missing-created": {"created": None},
+}
+
+
+@pytest.mark.parametrize("change", BAD_ROTATIONS.values(), ids=BAD_ROTATIONS.keys())
+def test_corrupt_rotation_is_refused(tmp_path: Path, change: str | dict[str, object]) -> None:
+    store = KeyStore(tmp_path)
+    store.write_rotation("example.com", BLAKE, _rotation(store))
+    path = store.handle_dir("example.com", BLAKE) / "2.json"
+    if isinstance(change, str):
+        path.write_text(change)
+    else:
+        doc = json.loads(path.read_text())
+        assert doc["format"] == ROTATION_FORMAT
+        doc.update(change)
+        path.write_text(json.dumps({k: v for k, v in doc.items() if v is not None}))
+    with pytest.raises(KeyStoreError) as excinfo:
+        store.rotation("example.com", BLAKE, 2)
+    assert excinfo.value.where == str(path)

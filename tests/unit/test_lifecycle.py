@@ -459,7 +459,7 @@ def test_read_revocations_rejects_what_is_not_a_revocation(tmp_path: Path, text:
     assert str(path) in str(excinfo.value)
 
 
-def test_the_good_entry_of_the_bad_files_is_accepted(tmp_path: Path) -> None:
+def test_a_well_formed_entry_is_read(tmp_path: Path) -> None:
     path = tmp_path / "example.com.revocations.json"
     path.write_text(
         json.dumps({"format": REVOCATIONS_FORMAT, "revocations": [_entry(REVOCATION_TEXT)]})
