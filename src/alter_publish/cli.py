@@ -401,12 +401,19 @@ def _origin_of(path: Path) -> str:
 def keygen(
     handle: Annotated[str, typer.Argument(help="The handle, e.g. ~blake.")],
     zone: Annotated[str, typer.Option("--zone", help="The zone that publishes it.")],
+    secret_out: Annotated[
+        Path | None,
+        typer.Option("--secret-out", help="Write the revocation secret here (keep offline)."),
+    ] = None,
     keys: KeysOption = Path("keys"),
     as_json: JsonOption = False,
 ) -> None:
     """Create a handle's first key (epoch 1) and its revocation secret."""
-    key = pipeline.keygen(parse_handle(handle), zone=zone, keys=_keystore(keys))
+    key = pipeline.keygen(
+        parse_handle(handle), zone=zone, keys=_keystore(keys), secret_out=secret_out
+    )
     key_path, secret_path = _keystore(keys).paths(normalize_domain(zone), key.handle, key.epoch)
+    secret_path = secret_out or secret_path
     fields = {
         "handle": key.handle.ref,
         "epoch": key.epoch,
@@ -810,11 +817,16 @@ def _click_errors() -> tuple[type[Exception], ...]:
 CLICK_ERRORS = _click_errors()
 
 
+def cli_command() -> Any:
+    """The click command behind the app (for tools that walk its options)."""
+    return typer.main.get_command(app)
+
+
 def main(argv: list[str] | None = None) -> None:
     """Entry point: run the app and map every error to one line and an exit code."""
     args = (sys.argv[1:] if argv is None else argv) or ["--help"]
     debug = "--debug" in args
-    command = typer.main.get_command(app)
+    command = cli_command()
     try:
         code = command.main(args=args, prog_name="alter-publish", standalone_mode=False)
     except _FailureError as failure:

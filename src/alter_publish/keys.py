@@ -346,6 +346,23 @@ class KeyStore:
         """Where an epoch's revocation commitment sits when its secret is kept offline."""
         return self.handle_dir(zone, handle) / f"{epoch}{COMMITMENT_SUFFIX}"
 
+    def check_new(
+        self, zone: str, handle: Handle, epoch: int, *, secret_out: Path | None = None
+    ) -> None:
+        """Check that :meth:`generate` could write ``epoch`` (nothing is in the way).
+
+        Raises:
+            KeyStoreError: a file for that epoch, or ``secret_out``, exists already.
+        """
+        key_path, secret_path = self.paths(zone, handle, epoch)
+        commitment_path = self.commitment_path(zone, handle, epoch)
+        for path in (key_path, secret_path, commitment_path, secret_out):
+            if path is not None and path.exists():
+                raise KeyStoreError(
+                    f"{handle.ref} epoch {epoch}: exists already; keys are never overwritten",
+                    where=str(path),
+                )
+
     def generate(
         self, zone: str, handle: Handle, epoch: int, *, secret_out: Path | None = None
     ) -> HandleKey:
@@ -359,13 +376,7 @@ class KeyStore:
                 file cannot be written.
         """
         key_path, secret_path = self.paths(zone, handle, epoch)
-        commitment_path = self.commitment_path(zone, handle, epoch)
-        for path in (key_path, secret_path, commitment_path, secret_out):
-            if path is not None and path.exists():
-                raise KeyStoreError(
-                    f"{handle.ref} epoch {epoch}: exists already; keys are never overwritten",
-                    where=str(path),
-                )
+        self.check_new(zone, handle, epoch, secret_out=secret_out)
         private_key = Ed25519PrivateKey.generate()
         secret = os.urandom(SECRET_OCTETS)
         pem = _private_pem(private_key, self.passphrase)
@@ -376,7 +387,11 @@ class KeyStore:
         else:
             atomic_write_bytes(secret_out, secret_line, mode=PRIVATE_MODE, error=KeyStoreError)
             commitment = b64url(revocation_commitment(secret)) + "\n"
-            atomic_write_bytes(commitment_path, commitment.encode(), error=KeyStoreError)
+            atomic_write_bytes(
+                self.commitment_path(zone, handle, epoch),
+                commitment.encode(),
+                error=KeyStoreError,
+            )
         atomic_write_bytes(key_path, pem, mode=PRIVATE_MODE, error=KeyStoreError)
         return HandleKey(
             handle=handle,

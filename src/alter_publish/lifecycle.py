@@ -143,8 +143,11 @@ def read_revocations(path: Path) -> tuple[RevocationEntry, ...]:
         raise DefinitionError(f"not a revocations file ({exc})", where=str(path)) from exc
     if not isinstance(doc, dict) or doc.get("format") != REVOCATIONS_FORMAT:
         raise DefinitionError(f"not a {REVOCATIONS_FORMAT} document", where=str(path))
+    items = doc.get("revocations") or []
+    if not isinstance(items, list):
+        raise DefinitionError("'revocations' must be a list", where=str(path))
     entries: list[RevocationEntry] = []
-    for number, item in enumerate(doc.get("revocations") or (), start=1):
+    for number, item in enumerate(items, start=1):
         where = f"{path}: revocation {number}"
         try:
             record = parse_record(str(item["text"]))
@@ -351,6 +354,7 @@ def rotate(
         revocation = _revocation_for(
             spec, handle_spec, epoch, keys=keys, index=index, secret_file=None
         )
+    keys.check_new(spec.origin, handle, epoch + 1, secret_out=secret_out)  # before any write
     if revocation is not None:
         entry = RevocationEntry(revocation, now, f"rotate --{mode}")
         add_revocation(revocations_path_for(spec.path), entry)

@@ -69,8 +69,11 @@ class PinStore:
             raise UsageError(f"not a pin store ({exc})", where=str(path)) from exc
         if not isinstance(doc, dict) or doc.get("format") != PINS_FORMAT:
             raise UsageError(f"not a {PINS_FORMAT} document", where=str(path))
+        found = doc.get("pins") or {}
+        if not isinstance(found, dict):
+            raise UsageError("'pins' must be an object", where=str(path))
         pins: dict[str, Pin] = {}
-        for owner, item in (doc.get("pins") or {}).items():
+        for owner, item in found.items():
             try:
                 pins[str(owner)] = Pin(
                     handle=str(item["handle"]),

@@ -307,8 +307,11 @@ def _previous_key(
     key: HandleKey,
     keys: KeyStore,
     revoked: frozenset[int],
+    published: bool,
 ) -> Ed25519PrivateKey | None:
     """The key that signs ``psig=`` for ``key``'s epoch, or None for no continuity.
+
+    ``published`` says whether this epoch was published before (a renewal).
 
     Raises:
         KeyStoreError: the rotation promised continuity but the previous key is missing.
@@ -322,7 +325,9 @@ def _previous_key(
     if previous in revoked:  # a revoked key can no longer vouch
         return None
     if previous not in keys.epochs(spec.origin, handle):
-        if rotation is None:  # a store from before rotations were recorded
+        # Continuity is owed when an epoch is first published; renewals carry psig only
+        # while the old key is kept (a store from before rotations were recorded: never).
+        if rotation is None or published:
             return None
         raise KeyStoreError(
             f"epoch {key.epoch} of {handle.ref} was rotated with continuity, but the epoch "
@@ -424,7 +429,8 @@ def plan_zone(
                 assert previous is not None  # noqa: S101 (narrowing: _reusable checked it)
                 signed.append(SignedHandle(handle_spec, previous, published))
                 continue
-            previous_key = _previous_key(spec, handle_spec, key, keys, revoked)
+            renewal = previous is not None and previous.epoch == key.epoch
+            previous_key = _previous_key(spec, handle_spec, key, keys, revoked, renewal)
             if previous_key is not None:
                 signers[handle_spec.handle.ref] = (key.epoch - 1, public_bytes(previous_key))
             envelope = sign_envelope(
@@ -784,8 +790,13 @@ def dnssec_keygen(zone: str, *, keys: KeyStore, now: int) -> tuple[ZoneKey, ...]
 # --- keys ----------------------------------------------------------------------
 
 
-def keygen(handle: Handle, *, zone: str, keys: KeyStore) -> HandleKey:
+def keygen(
+    handle: Handle, *, zone: str, keys: KeyStore, secret_out: Path | None = None
+) -> HandleKey:
     """Create the first key (epoch 1) of a handle in ``zone``.
+
+    With ``secret_out`` the revocation secret goes there (to be kept offline) and the
+    store keeps only its commitment.
 
     Raises:
         UsageError: the handle's record would lie outside the zone.
@@ -801,7 +812,7 @@ def keygen(handle: Handle, *, zone: str, keys: KeyStore) -> HandleKey:
             f"already has a key (epoch {epochs[-1]}); keys are never overwritten",
             where=str(keys.handle_dir(origin, handle)),
         )
-    return keys.generate(origin, handle, 1)
+    return keys.generate(origin, handle, 1, secret_out=secret_out)
 
 
 # --- init ----------------------------------------------------------------------

@@ -173,7 +173,7 @@ REVOKE = ("revoke", BLAKE, "--zone", ZONE, *_at(LATER))
 ZSK_ROLLOVER = ("dnssec", "rollover", ZONE, "zsk", *_at(NOW))
 SIGN = ("sign", *_at(NOW))
 ZSK_ROLLOVER_SIGNED = (ZSK_ROLLOVER, SIGN)
-QUEUED_BEFORE_SECRET_OUT_CHECK = (
+REVOCATION_QUEUED_TOO_EARLY = (
     "rotate queues the old epoch's revocation in zones/<zone>.revocations.json before "
     "it finds that --secret-out exists, so the failed command still changes the zone"
 )
@@ -221,7 +221,7 @@ CASES = [
         ),
         EXIT_KEY,
         ("offline.secret", "exists already"),
-        xfail=QUEUED_BEFORE_SECRET_OUT_CHECK,
+        xfail=REVOCATION_QUEUED_TOO_EARLY,
     ),
     Case(
         "rotate-lost-secret-out-exists",
@@ -230,7 +230,7 @@ CASES = [
         ),
         EXIT_KEY,
         ("offline.secret", "exists already"),
-        xfail=QUEUED_BEFORE_SECRET_OUT_CHECK,
+        xfail=REVOCATION_QUEUED_TOO_EARLY,
     ),
     Case(
         "rotate-compromised-secret-not-in-store",

@@ -403,7 +403,11 @@ def test_to_mapping_writes_every_field() -> None:
         "nsec3": {"iterations": 0, "salt": "-"},
         "signature_validity": 14 * DAY,
         "refresh": 5 * DAY,
-        "rollover": {"propagation_delay": HOUR, "parent_ds_ttl": DAY, "parent_propagation_delay": HOUR},
+        "rollover": {
+            "propagation_delay": HOUR,
+            "parent_ds_ttl": DAY,
+            "parent_propagation_delay": HOUR,
+        },
     }
     assert "rollover" not in DNSSECSpec().signing_mapping()
     spec = DNSSECSpec(denial="nsec3", nsec3_iterations=2, nsec3_salt="ab")
@@ -418,7 +422,8 @@ def test_to_mapping_writes_every_field() -> None:
         pytest.param(
             "dnssec:\n  denial: nsec3\n  nsec3: {iterations: 7, salt: '00ff'}\n"
             "  signature_validity: 3d\n  refresh: 1d\n"
-            "  rollover: {propagation_delay: 2h, parent_ds_ttl: 2d, parent_propagation_delay: 30m}\n",
+            "  rollover: {propagation_delay: 2h, parent_ds_ttl: 2d,\n"
+            "             parent_propagation_delay: 30m}\n",
             id="nsec3-every-field",
         ),
     ],
@@ -438,7 +443,11 @@ def test_example_zone_round_trips_with_its_dnssec_section(tmp_path: Path) -> Non
         "nsec3": {"iterations": 0, "salt": "-"},
         "signature_validity": 14 * DAY,
         "refresh": 5 * DAY,
-        "rollover": {"propagation_delay": HOUR, "parent_ds_ttl": DAY, "parent_propagation_delay": HOUR},
+        "rollover": {
+            "propagation_delay": HOUR,
+            "parent_ds_ttl": DAY,
+            "parent_propagation_delay": HOUR,
+        },
     }
     assert dump_and_reload(spec, tmp_path).dnssec == spec.dnssec
 

@@ -171,11 +171,6 @@ def test_bad_files_are_usage_errors(tmp_path: Path, text: str) -> None:
     assert excinfo.value.where == str(path)
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="PinStore.read calls .items() on 'pins' outside its try: a list there "
-    "raises AttributeError instead of UsageError",
-)
 def test_a_pins_value_that_is_not_an_object_is_a_usage_error(tmp_path: Path) -> None:
     path = tmp_path / "pins.json"
     path.write_text(json.dumps({"format": PINS_FORMAT, "pins": [OWNER]}))
