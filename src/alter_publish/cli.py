@@ -254,18 +254,19 @@ def resolve(
     if allow_insecure:
         _warn("--allow-insecure: accepting answers without DNSSEC validation")
     anchors = read_trust_anchors(trust_anchor) if trust_anchor else ()
+    address = _parse_hostport(server)
     pins = PinStore.read(pin_store) if pin_store else None
-    owner = target.handle.owner(substrate)
     moment = _now(now)
+    pinned = pins.pinned(target.handle.owner(substrate)) if pins else None
     result = resolve_handle(
         target,
-        server=_parse_hostport(server),
+        server=address,
         substrate=substrate,
         now=moment,
         anchors=anchors,
         allow_insecure=allow_insecure,
         timeout=timeout,
-        pinned=pins.pinned(owner) if pins else None,
+        pinned=pinned,
     )
     pin_change = None
     if pins is not None and result.ok and result.envelope is not None:

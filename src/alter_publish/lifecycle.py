@@ -313,6 +313,10 @@ def rotate(
         KeyStoreError: the current key or secret is missing or does not match.
         DefinitionError: the revocations file is broken.
     """
+    if mode is RotationMode.SCHEDULED and secret_file is not None:
+        raise UsageError(
+            "--secret-file is for --compromised or --lost (a scheduled rotation revokes nothing)"
+        )
     handle_spec = _handle_spec(spec, ref)
     handle = handle_spec.handle
     index = LogIndex(read_log(log_path_for(spec.path)))

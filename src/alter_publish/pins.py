@@ -68,7 +68,7 @@ class PinStore:
         except (OSError, ValueError) as exc:
             raise UsageError(f"not a pin store ({exc})", where=str(path)) from exc
         if not isinstance(doc, dict) or doc.get("format") != PINS_FORMAT:
-            raise UsageError(f"not a {PINS_FORMAT} document", where=str(path))
+            raise UsageError(f"not a pin store ({PINS_FORMAT})", where=str(path))
         found = doc.get("pins") or {}
         if not isinstance(found, dict):
             raise UsageError("'pins' must be an object", where=str(path))
