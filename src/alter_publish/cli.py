@@ -12,6 +12,7 @@ import os
 import socket
 import sys
 import time
+from collections.abc import Sequence
 from pathlib import Path
 from typing import Annotated, Any, NoReturn
 
@@ -33,15 +34,15 @@ from alter_publish.errors import (
     VerificationError,
 )
 from alter_publish.handles import Handle, normalize_domain, parse_handle, parse_reference
-from alter_publish.keys import KeyStore, ZoneKey, ZoneKeyRole, passphrase_from_env
+from alter_publish.keys import KeyStore, ZoneKey, ZoneKeyEntry, ZoneKeyRole, passphrase_from_env
 from alter_publish.lifecycle import RotationMode
 from alter_publish.model import format_span, format_utc
 from alter_publish.pins import PinStore
 from alter_publish.proof import ProofReport
 from alter_publish.resolver import resolve as resolve_handle
-from alter_publish.rollover import StepResult
+from alter_publish.rollover import NextStep, StepResult
 from alter_publish.server import ZoneServer
-from alter_publish.validation import read_trust_anchors
+from alter_publish.validation import DNSSECStatus, read_trust_anchors
 from alter_publish.version import __version__
 
 app = typer.Typer(
@@ -270,9 +271,12 @@ def resolve(
     )
     pin_change = None
     if pins is not None and result.ok and result.envelope is not None:
-        pin_change = pins.accept(result.owner, result.envelope, moment)
-        if pin_change != "unchanged":
-            pins.write()
+        if result.dnssec is DNSSECStatus.SECURE:
+            pin_change = pins.accept(result.owner, result.envelope, moment)
+            if pin_change != "unchanged":
+                pins.write()
+        else:  # a spoofed answer must not be able to plant a pin
+            pin_change = "not updated (answer not DNSSEC-validated)"
     fields: dict[str, Any] = {"handle": target.handle.ref, "owner": result.owner}
     if result.envelope is not None:
         fields = _envelope_mapping(result.envelope, result.owner)
@@ -295,7 +299,7 @@ def resolve(
         _print_envelope(fields)
         typer.echo(f"{'dnssec:':12} {result.dnssec}")
         if pin_change is not None and result.envelope is not None:
-            typer.echo(f"{'pin:':12} {pin_change} (epoch {result.envelope.epoch})")
+            typer.echo(f"{'pin:':12} {pin_change}")
     if not result.ok:
         _fail(
             EXIT_VERIFICATION,
@@ -450,7 +454,9 @@ dnssec_app = typer.Typer(
 app.add_typer(dnssec_app)
 
 
-def _print_zone_keys(zone: str, found: tuple[ZoneKey, ...], ttl: int, as_json: bool) -> None:
+def _print_zone_keys(
+    zone: str, found: Sequence[ZoneKey | ZoneKeyEntry], ttl: int, as_json: bool
+) -> None:
     ds = ds_records(dns.name.from_text(zone), found, ttl)
     if as_json:
         _emit_json(
@@ -488,9 +494,9 @@ def dnssec_ds(
     keys: KeysOption = Path("keys"),
     as_json: JsonOption = False,
 ) -> None:
-    """Print the zone's active DNSSEC keys and the DS records for the parent zone."""
+    """Print the zone's DNSSEC keys in use and the DS records the parent zone should hold."""
     origin = pipeline.zone_origin(zone)
-    found = _keystore(keys).zone_keys(origin)
+    found = _keystore(keys).zone_key_entries(origin)
     if not found:
         raise KeyStoreError(
             f"no DNSSEC keys; run 'alter-publish dnssec keygen {origin}'", where=origin
@@ -572,7 +578,7 @@ def rotate(
         return
     ref = result.handle.ref
     if result.revocation is not None:
-        typer.echo(f"{ref}: epoch {result.revocation.epoch} revocation queued")
+        typer.echo(f"{ref}: revocation of epoch {result.revocation.epoch} queued for sign")
     continuity = (
         f"psig by epoch {result.previous_epoch}"
         if str(result.rotation.continuity) == "psig"
@@ -589,7 +595,11 @@ def revoke(
     zone: ZoneNameOption,
     epoch: Annotated[
         int | None,
-        typer.Option("--epoch", help="The epoch to revoke (default: the current one).", min=1),
+        typer.Option(
+            "--epoch",
+            help="The past epoch to revoke (the current one needs 'rotate --compromised').",
+            min=1,
+        ),
     ] = None,
     secret_file: Annotated[
         Path | None,
@@ -664,13 +674,18 @@ def _print_dnssec_status(status: keyops.ZoneKeysStatus, now: int) -> None:
         )
     if not status.signed:
         typer.echo(f"{zone}: the key states are not published yet: run sign")
-    upcoming = status.next_step
+    _print_next_step(zone, "next step", status.next_step, now, "no rollover running")
+
+
+def _print_next_step(
+    zone: str, label: str, upcoming: NextStep | None, now: int, when_none: str
+) -> None:
     if upcoming is None:
-        typer.echo(f"{zone}: no rollover running")
+        typer.echo(f"{zone}: {when_none}")
     elif upcoming.not_before is None:
-        typer.echo(f"{zone}: next step: {upcoming.action}")
+        typer.echo(f"{zone}: {label}: {upcoming.action}")
     else:
-        typer.echo(f"{zone}: next step: {upcoming.action}, from {_ago(upcoming.not_before, now)}")
+        typer.echo(f"{zone}: {label}: {upcoming.action}, from {_ago(upcoming.not_before, now)}")
 
 
 @dnssec_app.command("status")
@@ -704,12 +719,7 @@ def _print_step(result: StepResult, now: int, as_json: bool) -> None:
     for line in result.ds_remove:
         typer.echo(f"{zone}: withdraw from the parent: {line}")
     typer.echo("next: alter-publish sign (it publishes these key states)")
-    if upcoming is None:
-        typer.echo(f"{zone}: rollover complete")
-    elif upcoming.not_before is None:
-        typer.echo(f"{zone}: then: {upcoming.action}")
-    else:
-        typer.echo(f"{zone}: then: {upcoming.action}, from {_ago(upcoming.not_before, now)}")
+    _print_next_step(zone, "then", upcoming, now, "rollover complete")
 
 
 @dnssec_app.command("rollover")

@@ -33,7 +33,7 @@ import dns.rdtypes.util
 import dns.zone
 
 from alter_publish.errors import SigningError
-from alter_publish.keys import ZoneKey, ZoneKeyRole
+from alter_publish.keys import ZoneKey, ZoneKeyEntry, ZoneKeyRole
 from alter_publish.model import DNSSECSpec
 from alter_publish.nsec3 import NSEC3_HASH_SHA1, nsec3_hash
 
@@ -103,13 +103,15 @@ class SignedZone:
     max_ttl: int = 0  # the largest TTL of a signed rrset (RFC 7583's TTLsig)
 
 
-def ds_line(origin: dns.name.Name, key: ZoneKey, ttl: int) -> str:
+def ds_line(origin: dns.name.Name, key: ZoneKey | ZoneKeyEntry, ttl: int) -> str:
     """The DS (SHA-256) of one key as a master-file line."""
     ds = dns.dnssec.make_ds(origin, key.dnskey, DS_DIGEST)
     return f"{origin.to_text()} {ttl} IN DS {ds.to_text()}"
 
 
-def ds_records(origin: dns.name.Name, keys: Sequence[ZoneKey], ttl: int) -> tuple[str, ...]:
+def ds_records(
+    origin: dns.name.Name, keys: Sequence[ZoneKey | ZoneKeyEntry], ttl: int
+) -> tuple[str, ...]:
     """The DS of each KSK the parent should hold (see ``ZoneKey.in_ds``), as master-file lines."""
     return tuple(ds_line(origin, key, ttl) for key in keys if key.in_ds)
 

@@ -18,7 +18,7 @@ import dns.name
 
 from alter_publish.dnssec import ds_records
 from alter_publish.errors import UsageError
-from alter_publish.keys import KeyStore, ZoneKey, ZoneKeyRole
+from alter_publish.keys import KeyStore, ZoneKeyEntry, ZoneKeyRole
 from alter_publish.lifecycle import (
     HandleStatus,
     RotateResult,
@@ -55,13 +55,16 @@ def zone_definition(zone: str, zones_dir: Path = Path("zones")) -> Path:
         UsageError: neither exists.
     """
     given = Path(zone)
-    if given.suffix in (".yaml", ".yml") or given.is_file():
-        if not given.is_file():
-            raise UsageError("no such zone definition", where=zone)
-        return given
-    path = zones_dir / f"{zone_origin(zone)}.yaml"
-    if not path.is_file():
-        raise UsageError(f"no zone definition {path}; pass the definition file", where=zone)
+    try:
+        if given.suffix in (".yaml", ".yml") or given.is_file():
+            if not given.is_file():
+                raise UsageError("no such zone definition", where=zone)
+            return given
+        path = zones_dir / f"{zone_origin(zone)}.yaml"
+        if not path.is_file():
+            raise UsageError(f"no zone definition {path}; pass the definition file", where=zone)
+    except OSError as exc:
+        raise UsageError(f"not a zone definition ({exc.strerror})", where=zone[:80]) from exc
     return path
 
 
@@ -122,7 +125,7 @@ class ZoneKeysStatus:
     """A zone's DNSSEC keys, its rollover timing and the next step."""
 
     zone: str
-    keys: tuple[ZoneKey, ...]
+    keys: tuple[ZoneKeyEntry, ...]
     timing: RolloverTiming
     next_step: NextStep | None
     signed: bool  # the last sign published exactly these key states
@@ -151,13 +154,22 @@ class ZoneKeysStatus:
 
 def _zone_keys_context(
     spec: ZoneSpec, keys: KeyStore
-) -> tuple[tuple[ZoneKey, ...], RolloverTiming, int | None, bool]:
+) -> tuple[tuple[ZoneKeyEntry, ...], RolloverTiming, int | None, bool]:
     """(keys incl. removed, timing, when the current states were published, signed?)."""
-    every = keys.zone_keys(spec.origin, removed=True)
+    if not spec.dnssec.enabled:
+        raise UsageError(
+            f"DNSSEC is off for {spec.origin} (dnssec.enabled: false in {spec.path})",
+            where=spec.origin,
+        )
+    every = keys.zone_key_entries(spec.origin, removed=True)
     live = tuple(key for key in every if key.state != "removed")
     state = SerialState.read(state_path_for(spec.path))
-    max_ttl = state.max_ttl if state and state.max_ttl is not None else spec.ttl
-    timing = RolloverTiming.of(spec.dnssec, dnskey_ttl=spec.ttl, max_ttl=max_ttl)
+    ttls = state.ttls if state is not None else None
+    timing = RolloverTiming.of(
+        spec.dnssec,
+        dnskey_ttl=max(spec.ttl, ttls.cached_dnskey if ttls else 0),
+        max_ttl=max(spec.ttl, ttls.cached_max if ttls else 0),
+    )
     signed = state is not None and state.keys == key_states(live)
     published = state.keys_since if signed and state is not None else None
     return every, timing, published, signed
@@ -267,7 +279,7 @@ def keys_status(zone_files: Sequence[Path], *, keys: KeyStore, now: int) -> tupl
         spec = load_zone(path)
         handles = zone_handle_status(spec, keys=keys, now=now)
         zone_keys = None
-        if spec.dnssec.enabled and keys.zone_keys(spec.origin, removed=True):
+        if spec.dnssec.enabled and keys.zone_key_entries(spec.origin, removed=True):
             zone_keys = dnssec_status(str(path), keys=keys)
         found.append(KeysStatus(spec.origin, handles, zone_keys))
     return tuple(found)

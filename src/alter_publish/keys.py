@@ -23,6 +23,7 @@ environment (``ALTER_PUBLISH_PASSPHRASE``) or a file named there
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import os
 import re
@@ -37,7 +38,10 @@ import dns.dnssec
 import dns.dnssectypes
 import dns.rdtypes.ANY.DNSKEY
 from cryptography.hazmat.primitives import serialization
-from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PrivateKey
+from cryptography.hazmat.primitives.asymmetric.ed25519 import (
+    Ed25519PrivateKey,
+    Ed25519PublicKey,
+)
 
 from alter_publish.envelope import (
     SECRET_OCTETS,
@@ -236,20 +240,12 @@ class ZoneKeyState(StrEnum):
     REMOVED = "removed"
 
 
-@dataclass(frozen=True, slots=True)
-class ZoneKey:
-    """One DNSSEC key of a zone and its state. Its repr never shows the private key."""
+class _ZoneKeyStateful:
+    """What a zone key's role and state mean for the zone (shared by key and entry)."""
 
-    zone: str
+    __slots__ = ()
     role: ZoneKeyRole
-    created: int
-    private_key: Ed25519PrivateKey = field(repr=False)
-    state: ZoneKeyState = ZoneKeyState.ACTIVE
-    since: int = -1  # when the key entered ``state``; -1 means at ``created``
-
-    def __post_init__(self) -> None:
-        if self.since < 0:
-            object.__setattr__(self, "since", self.created)
+    state: ZoneKeyState
 
     @property
     def in_dnskey(self) -> bool:
@@ -273,21 +269,35 @@ class ZoneKey:
             ZoneKeyState.RETIRED,
         )
 
-    def moved(self, state: ZoneKeyState, now: int) -> ZoneKey:
-        """This key in ``state`` from ``now`` on."""
-        return ZoneKey(self.zone, self.role, self.created, self.private_key, state, now)
+
+def _dnskey(public_key: bytes, role: ZoneKeyRole) -> dns.rdtypes.ANY.DNSKEY.DNSKEY:
+    return dns.dnssec.make_dnskey(
+        Ed25519PublicKey.from_public_bytes(public_key),
+        dns.dnssectypes.Algorithm.ED25519,
+        flags=role.flags,
+    )
+
+
+@dataclass(frozen=True, slots=True)
+class ZoneKeyEntry(_ZoneKeyStateful):
+    """A zone key as ``keys.json`` lists it: everything but the private key."""
+
+    zone: str
+    role: ZoneKeyRole
+    tag: int
+    created: int
+    state: ZoneKeyState
+    since: int
+    public_key: bytes
 
     @property
     def dnskey(self) -> dns.rdtypes.ANY.DNSKEY.DNSKEY:
         """The DNSKEY rdata (algorithm 15, ED25519)."""
-        return dns.dnssec.make_dnskey(
-            self.private_key.public_key(), dns.dnssectypes.Algorithm.ED25519, flags=self.role.flags
-        )
+        return _dnskey(self.public_key, self.role)
 
-    @property
-    def tag(self) -> int:
-        """The RFC 4034 key tag of the DNSKEY."""
-        return dns.dnssec.key_id(self.dnskey)
+    def moved(self, state: ZoneKeyState, now: int) -> ZoneKeyEntry:
+        """This key in ``state`` from ``now`` on."""
+        return dataclasses.replace(self, state=state, since=now)
 
     def index_entry(self) -> dict[str, Any]:
         """This key's line in ``keys.json`` (no secrets)."""
@@ -299,10 +309,53 @@ class ZoneKey:
             "created": self.created,
             "state": str(self.state),
             "since": self.since,
+            "public_key": b64url(self.public_key),
         }
 
 
-def _zone_key_order(key: ZoneKey) -> tuple[bool, int, int]:
+@dataclass(frozen=True, slots=True)
+class ZoneKey(_ZoneKeyStateful):
+    """One DNSSEC key of a zone and its state. Its repr never shows the private key."""
+
+    zone: str
+    role: ZoneKeyRole
+    created: int
+    private_key: Ed25519PrivateKey = field(repr=False)
+    state: ZoneKeyState = ZoneKeyState.ACTIVE
+    since: int = -1  # when the key entered ``state``; -1 means at ``created``
+
+    def __post_init__(self) -> None:
+        if self.since < 0:
+            object.__setattr__(self, "since", self.created)
+
+    def moved(self, state: ZoneKeyState, now: int) -> ZoneKey:
+        """This key in ``state`` from ``now`` on."""
+        return ZoneKey(self.zone, self.role, self.created, self.private_key, state, now)
+
+    @property
+    def entry(self) -> ZoneKeyEntry:
+        """The key without its private half."""
+        public = public_bytes(self.private_key)
+        return ZoneKeyEntry(
+            self.zone, self.role, self.tag, self.created, self.state, self.since, public
+        )
+
+    @property
+    def dnskey(self) -> dns.rdtypes.ANY.DNSKEY.DNSKEY:
+        """The DNSKEY rdata (algorithm 15, ED25519)."""
+        return _dnskey(public_bytes(self.private_key), self.role)
+
+    @property
+    def tag(self) -> int:
+        """The RFC 4034 key tag of the DNSKEY."""
+        return dns.dnssec.key_id(self.dnskey)
+
+    def index_entry(self) -> dict[str, Any]:
+        """This key's line in ``keys.json`` (no secrets)."""
+        return self.entry.index_entry()
+
+
+def _zone_key_order(key: ZoneKey | ZoneKeyEntry) -> tuple[bool, int, int]:
     return (key.role is not ZoneKeyRole.KSK, key.created, key.tag)
 
 
@@ -434,7 +487,7 @@ class KeyStore:
                 continuity=Continuity(str(doc["continuity"])),
                 public_key=b64url_decode(str(doc["p"]), 32, tag="p"),
             )
-        except (KeyError, ValueError, TypeError, VerificationError) as exc:
+        except (KeyError, ValueError, TypeError, OverflowError, VerificationError) as exc:
             raise KeyStoreError(f"not a {ROTATION_FORMAT} record", where=str(path)) from exc
 
     def read_secret(self, zone: str, handle: Handle, epoch: int, file: Path | None = None) -> bytes:
@@ -528,35 +581,60 @@ class KeyStore:
             raise KeyStoreError("a key entry is not a JSON object", where=str(path))
         return entries
 
-    def zone_keys(self, zone: str, *, removed: bool = False) -> tuple[ZoneKey, ...]:
-        """The zone's DNSSEC keys, KSKs first, each ordered by creation then tag.
+    def zone_key_entries(self, zone: str, *, removed: bool = False) -> tuple[ZoneKeyEntry, ...]:
+        """The zone's DNSSEC keys as listed in ``keys.json``, without loading private keys.
 
-        Keys in state ``removed`` are left out unless ``removed`` is True.
+        Ordered as :meth:`zone_keys`; ``removed`` keys are left out unless asked for.
+        An entry written before public keys were listed is completed from its key file.
+
+        Raises:
+            KeyStoreError: the index is corrupt, or an old entry's key file unreadable.
+        """
+        directory = self.zone_keys_dir(zone)
+        found: list[ZoneKeyEntry] = []
+        for item in self._read_zone_index(zone):
+            try:
+                role = ZoneKeyRole(str(item["role"]))
+                created = int(item["created"])
+                tag = int(item["tag"])
+                state = ZoneKeyState(str(item.get("state", "active")))
+                since = int(item.get("since", created))
+                public = item.get("public_key")
+                public_key = None if public is None else b64url_decode(str(public), 32, tag="p")
+            except (KeyError, ValueError, TypeError, OverflowError, VerificationError) as exc:
+                raise KeyStoreError(
+                    f"bad key entry {item!r}", where=str(directory / ZONE_KEYS_INDEX)
+                ) from exc
+            if state is ZoneKeyState.REMOVED and not removed:
+                continue
+            if public_key is None:
+                path = directory / _zone_key_file(role, tag)
+                public_key = public_bytes(_load_private_pem(path, self.passphrase))
+            entry = ZoneKeyEntry(zone, role, tag, created, state, since, public_key)
+            if dns.dnssec.key_id(entry.dnskey) != tag:
+                raise KeyStoreError(
+                    f"public key has key tag {dns.dnssec.key_id(entry.dnskey)}, index says {tag}",
+                    where=str(directory / ZONE_KEYS_INDEX),
+                )
+            found.append(entry)
+        return tuple(sorted(found, key=_zone_key_order))
+
+    def zone_keys(self, zone: str) -> tuple[ZoneKey, ...]:
+        """The zone's DNSSEC keys in use (not ``removed``), with their private keys,
+        KSKs first, each ordered by creation then tag.
 
         Raises:
             KeyStoreError: the index or a key file is missing, unsafe, or corrupt.
         """
         directory = self.zone_keys_dir(zone)
         loaded: list[ZoneKey] = []
-        for entry in self._read_zone_index(zone):
-            try:
-                role = ZoneKeyRole(str(entry["role"]))
-                created = int(entry["created"])
-                tag = int(entry["tag"])
-                state = ZoneKeyState(str(entry.get("state", "active")))
-                since = int(entry.get("since", created))
-            except (KeyError, ValueError, TypeError, OverflowError) as exc:
-                raise KeyStoreError(
-                    f"bad key entry {entry!r}", where=str(directory / ZONE_KEYS_INDEX)
-                ) from exc
-            if state is ZoneKeyState.REMOVED and not removed:
-                continue
-            path = directory / _zone_key_file(role, tag)
+        for entry in self.zone_key_entries(zone):
+            path = directory / _zone_key_file(entry.role, entry.tag)
             private_key = _load_private_pem(path, self.passphrase)
-            key = ZoneKey(zone, role, created, private_key, state, since)
-            if key.tag != tag:
+            key = ZoneKey(zone, entry.role, entry.created, private_key, entry.state, entry.since)
+            if key.tag != entry.tag:
                 raise KeyStoreError(
-                    f"key file holds key tag {key.tag}, index says {tag}", where=str(path)
+                    f"key file holds key tag {key.tag}, index says {entry.tag}", where=str(path)
                 )
             loaded.append(key)
         return tuple(sorted(loaded, key=_zone_key_order))
@@ -603,7 +681,7 @@ class KeyStore:
             error=KeyStoreError,
         )
 
-    def save_zone_keys(self, zone: str, keys: Sequence[ZoneKey]) -> None:
+    def save_zone_keys(self, zone: str, keys: Sequence[ZoneKey | ZoneKeyEntry]) -> None:
         """Write ``keys.json`` listing ``keys`` (every key, removed ones included).
 
         Raises:
@@ -624,7 +702,7 @@ class KeyStore:
         Raises:
             KeyStoreError: the zone has no keys yet, or a file cannot be written.
         """
-        existing = self.zone_keys(zone, removed=True)
+        existing = self.zone_key_entries(zone, removed=True)
         if not existing:
             raise KeyStoreError(
                 f"zone {zone} has no DNSSEC keys to roll; run 'alter-publish dnssec keygen {zone}'",
@@ -636,7 +714,7 @@ class KeyStore:
             if key.tag not in tags:
                 break
         self._write_zone_key_file(key)
-        self.save_zone_keys(zone, (*existing, key))
+        self.save_zone_keys(zone, (*existing, key.entry))
         return key
 
     def current_zone_keys(self, zone: str, *, create: bool, now: int) -> tuple[ZoneKey, ...]:

@@ -152,7 +152,7 @@ def read_revocations(path: Path) -> tuple[RevocationEntry, ...]:
         try:
             record = parse_record(str(item["text"]))
             made, reason = int(item["made"]), str(item["reason"])
-        except (KeyError, TypeError, ValueError, AlterError) as exc:
+        except (KeyError, TypeError, ValueError, OverflowError, AlterError) as exc:
             raise DefinitionError(f"not a revocation entry ({exc})", where=where) from exc
         if not isinstance(record, Revocation):
             raise DefinitionError("text is not a revocation record", where=where)
@@ -271,12 +271,13 @@ def _revocation_for(
     """
     handle = handle_spec.handle
     secret = keys.read_secret(spec.origin, handle, epoch, secret_file)
+    # What was published decides; the key store speaks only for an unpublished epoch.
     commitments = {
         envelope.revocation_commitment
         for envelope in index.envelopes(handle_spec.owner, handle)
         if envelope.epoch == epoch
     }
-    if epoch in keys.epochs(spec.origin, handle):
+    if not commitments and epoch in keys.epochs(spec.origin, handle):
         commitments.add(keys.load(spec.origin, handle, epoch).commitment)
     if not commitments:
         raise KeyStoreError(
@@ -327,6 +328,15 @@ def rotate(
             f"--zone {spec.origin}'",
             where=handle.ref,
         )
+    newest_stored = max(keys.epochs(spec.origin, handle), default=0)
+    published = index.published_epoch(handle_spec.owner, handle)
+    if newest_stored > published:
+        raise UsageError(
+            f"epoch {newest_stored} of {handle.ref} is not published yet; run "
+            f"'alter-publish sign {spec.path}' first (rotating past an epoch no verifier "
+            "has seen breaks continuity, and a compromise is of the published key)",
+            where=handle.ref,
+        )
     revoked = {r.epoch for r in index.revocations(handle_spec.owner, handle)}
     revoked |= {
         entry.revocation.epoch
@@ -359,14 +369,26 @@ def rotate(
             spec, handle_spec, epoch, keys=keys, index=index, secret_file=None
         )
     keys.check_new(spec.origin, handle, epoch + 1, secret_out=secret_out)  # before any write
+    revocations_file = revocations_path_for(spec.path)
+    before = revocations_file.read_bytes() if revocations_file.exists() else None
     if revocation is not None:
-        entry = RevocationEntry(revocation, now, f"rotate --{mode}")
-        add_revocation(revocations_path_for(spec.path), entry)
-    key = keys.generate(spec.origin, handle, epoch + 1, secret_out=secret_out)
-    rotation = Rotation(epoch + 1, now, str(mode), continuity, key.public_key)
-    keys.write_rotation(spec.origin, handle, rotation)
+        add_revocation(revocations_file, RevocationEntry(revocation, now, f"rotate --{mode}"))
+    try:
+        key = keys.generate(spec.origin, handle, epoch + 1, secret_out=secret_out)
+        rotation = Rotation(epoch + 1, now, str(mode), continuity, key.public_key)
+        keys.write_rotation(spec.origin, handle, rotation)
+    except AlterError:
+        _restore(revocations_file, before)  # a failed rotation queues nothing
+        raise
     written_secret = secret_out or keys.paths(spec.origin, handle, epoch + 1)[1]
     return RotateResult(handle, epoch, key, rotation, revocation, written_secret)
+
+
+def _restore(path: Path, content: bytes | None) -> None:
+    if content is None:
+        path.unlink(missing_ok=True)
+    else:
+        atomic_write_bytes(path, content)
 
 
 def revoke(

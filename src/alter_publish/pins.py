@@ -82,7 +82,7 @@ class PinStore:
                     first_seen=int(item["first_seen"]),
                     updated=int(item["updated"]),
                 )
-            except (KeyError, TypeError, ValueError, AlterError) as exc:
+            except (KeyError, TypeError, ValueError, OverflowError, AlterError) as exc:
                 raise UsageError(f"bad pin for {owner}", where=str(path)) from exc
         return cls(path, pins)
 

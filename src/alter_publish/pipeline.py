@@ -33,7 +33,7 @@ from alter_publish.errors import AlterError, KeyStoreError, RenderError, UsageEr
 from alter_publish.fileio import atomic_write_bytes
 from alter_publish.handles import Handle, normalize_domain, parse_handle
 from alter_publish.identitylog import IdentityLog, LogEntry, append_entries, log_path_for, read_log
-from alter_publish.keys import Continuity, HandleKey, KeyStore, ZoneKey
+from alter_publish.keys import Continuity, HandleKey, KeyStore, ZoneKey, ZoneKeyEntry
 from alter_publish.lifecycle import (
     HandleRevocations,
     LogIndex,
@@ -200,6 +200,57 @@ def find_zone_files(paths: Sequence[Path], zones_dir: Path = Path("zones")) -> t
 
 
 @dataclass(frozen=True, slots=True)
+class ZoneTTLs:
+    """TTLs that rollover waits depend on, for the current key states and those before."""
+
+    max_ttl: int
+    dnskey_ttl: int
+    prior_max_ttl: int = 0
+    prior_dnskey_ttl: int = 0
+
+    @property
+    def cached_max(self) -> int:
+        """The longest any cache may keep a signed rrset published under either states."""
+        return max(self.max_ttl, self.prior_max_ttl)
+
+    @property
+    def cached_dnskey(self) -> int:
+        """The longest any cache may keep a DNSKEY rrset published under either states."""
+        return max(self.dnskey_ttl, self.prior_dnskey_ttl)
+
+    def next(self, max_ttl: int, dnskey_ttl: int, *, same_keys: bool) -> ZoneTTLs:
+        """After a sign with these TTLs: same key states widen, new states shift."""
+        if same_keys:
+            return ZoneTTLs(
+                max(self.max_ttl, max_ttl),
+                max(self.dnskey_ttl, dnskey_ttl),
+                self.prior_max_ttl,
+                self.prior_dnskey_ttl,
+            )
+        return ZoneTTLs(max_ttl, dnskey_ttl, self.max_ttl, self.dnskey_ttl)
+
+    def to_mapping(self) -> dict[str, int]:
+        """JSON form."""
+        return {
+            "max_ttl": self.max_ttl,
+            "dnskey_ttl": self.dnskey_ttl,
+            "prior_max_ttl": self.prior_max_ttl,
+            "prior_dnskey_ttl": self.prior_dnskey_ttl,
+        }
+
+    @classmethod
+    def from_mapping(cls, doc: Mapping[str, Any]) -> ZoneTTLs:
+        """Read the JSON form (fields missing in older files count as 0)."""
+        max_ttl = int(doc["max_ttl"])
+        return cls(
+            max_ttl,
+            int(doc.get("dnskey_ttl", max_ttl)),
+            int(doc.get("prior_max_ttl", 0)),
+            int(doc.get("prior_dnskey_ttl", 0)),
+        )
+
+
+@dataclass(frozen=True, slots=True)
 class SerialState:
     """The last published serial and the digest of the zone content it labels."""
 
@@ -210,8 +261,9 @@ class SerialState:
     keys: tuple[str, ...] = ()
     #: When a zone with exactly those key states was first published.
     keys_since: int | None = None
-    #: The largest TTL of a signed rrset (RFC 7583's TTLsig for rollover timing).
-    max_ttl: int | None = None
+    #: The largest TTLs (any signed rrset, DNSKEY) published with these key states, and
+    #: with the states before: caches may hold either, so rollover waits use both.
+    ttls: ZoneTTLs | None = None
 
     def to_text(self) -> str:
         """JSON form."""
@@ -222,7 +274,7 @@ class SerialState:
             doc["zone_keys"] = {
                 "keys": list(self.keys),
                 "since": self.keys_since,
-                "max_ttl": self.max_ttl,
+                **(self.ttls.to_mapping() if self.ttls else {}),
             }
         return json.dumps(doc, indent=2, sort_keys=True) + "\n"
 
@@ -242,17 +294,19 @@ class SerialState:
                 else SignatureWindow(int(window["inception"]), int(window["expiration"]))
             )
             zone_keys = doc.get("zone_keys") or {}
+            if not isinstance(zone_keys, dict):
+                raise TypeError("zone_keys is not an object")
             return cls(
                 serial=int(doc["serial"]),
                 digest=str(doc["digest"]),
                 signatures=signatures,
                 keys=tuple(str(key) for key in zone_keys.get("keys", ())),
                 keys_since=_optional_int(zone_keys.get("since")),
-                max_ttl=_optional_int(zone_keys.get("max_ttl")),
+                ttls=ZoneTTLs.from_mapping(zone_keys) if "max_ttl" in zone_keys else None,
             )
         except FileNotFoundError:
             return None
-        except (OSError, ValueError, KeyError, TypeError) as exc:
+        except (OSError, ValueError, KeyError, TypeError, OverflowError) as exc:
             raise RenderError(f"not a serial state file ({exc})", where=str(path)) from exc
 
     def next_for(self, digest: str, now: int) -> int:
@@ -266,7 +320,7 @@ def _optional_int(value: Any) -> int | None:
     return None if value is None else int(value)
 
 
-def key_states(zone_keys: Sequence[ZoneKey]) -> tuple[str, ...]:
+def key_states(zone_keys: Sequence[ZoneKey | ZoneKeyEntry]) -> tuple[str, ...]:
     """The zone keys as the ``role-tag-state`` strings the serial state records."""
     return tuple(f"{key.role}-{key.tag}-{key.state}" for key in zone_keys)
 
@@ -299,6 +353,33 @@ def _reusable(
             or now < previous.expires_at - zone.renew_window(lifetime or 0)
         )
     )
+
+
+def _check_against_log(
+    handle_spec: HandleSpec, key: HandleKey, logged: Envelope | None, zone: str
+) -> None:
+    """Never publish an older epoch than the log did, nor another key under its epoch.
+
+    Raises:
+        KeyStoreError: the key store's newest key is behind, or differs from, the log.
+    """
+    if logged is None or (logged.epoch, logged.public_key) == (key.epoch, key.public_key):
+        return
+    ref = handle_spec.handle.ref
+    if logged.epoch > key.epoch:
+        what = (
+            f"the log published epoch {logged.epoch} but the key store's newest key is "
+            f"epoch {key.epoch} (a rollback for every verifier); restore the epoch "
+            f"{logged.epoch} key, or run 'alter-publish rotate {ref} --zone {zone} --lost'"
+        )
+        raise KeyStoreError(what, where=ref)
+    if logged.epoch == key.epoch:
+        what = (
+            f"the epoch {key.epoch} key in the key store ({key.key_id}) is not the one the "
+            f"log published ({logged.key_id}); verifiers would see a key swap. Restore it, "
+            f"or run 'alter-publish rotate {ref} --zone {zone} --lost'"
+        )
+        raise KeyStoreError(what, where=ref)
 
 
 def _previous_key(
@@ -425,6 +506,7 @@ def plan_zone(
                 tree.append(entry.to_bytes())
                 new_entries.append(entry)
             previous = index.latest(handle_spec.owner, handle_spec.handle)
+            _check_against_log(handle_spec, key, previous, spec.origin)
             if _reusable(previous, handle_spec, key, now, spec):
                 assert previous is not None  # noqa: S101 (narrowing: _reusable checked it)
                 signed.append(SignedHandle(handle_spec, previous, published))
@@ -493,7 +575,9 @@ def plan_zone(
         log=log,
         new_entries=tuple(new_entries),
         signed=tuple(signed),
-        state=_next_state(previous_state, serial, digest, window, zone_keys, signed_zone, now),
+        state=_next_state(
+            previous_state, serial, digest, window, zone_keys, signed_zone, now, spec.ttl
+        ),
         zone_text=zone_text,
         envelopes_json=envelopes_json,
         zone=zone,
@@ -511,18 +595,25 @@ def _next_state(
     zone_keys: Sequence[ZoneKey],
     signed_zone: SignedZone | None,
     now: int,
+    dnskey_ttl: int,
 ) -> SerialState:
     if signed_zone is None:
         return SerialState(serial=serial, digest=digest, signatures=window)
     states = key_states(zone_keys)
     same = previous is not None and previous.keys == states and previous.keys_since is not None
+    before = previous.ttls if previous is not None else None
+    ttls = (
+        ZoneTTLs(signed_zone.max_ttl, dnskey_ttl)
+        if before is None
+        else before.next(signed_zone.max_ttl, dnskey_ttl, same_keys=same)
+    )
     return SerialState(
         serial=serial,
         digest=digest,
         signatures=window,
         keys=states,
         keys_since=previous.keys_since if same and previous is not None else now,
-        max_ttl=signed_zone.max_ttl,
+        ttls=ttls,
     )
 
 

@@ -33,14 +33,17 @@ from __future__ import annotations
 import dataclasses
 from collections.abc import Sequence
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, TypeVar
 
 import dns.name
 
 from alter_publish.dnssec import ds_line, ds_records
 from alter_publish.errors import KeyStoreError
-from alter_publish.keys import KeyStore, ZoneKey, ZoneKeyRole, ZoneKeyState
+from alter_publish.keys import KeyStore, ZoneKey, ZoneKeyEntry, ZoneKeyRole, ZoneKeyState
 from alter_publish.model import DNSSECSpec, format_span, format_utc
+
+#: A zone key with or without its private half: rollover logic needs only role and state.
+AnyKey = TypeVar("AnyKey", ZoneKey, ZoneKeyEntry)
 
 
 class RolloverError(KeyStoreError):
@@ -137,7 +140,7 @@ class StepResult:
     """
 
     zone: str
-    keys: tuple[ZoneKey, ...]
+    keys: tuple[ZoneKeyEntry, ...]
     changed: tuple[str, ...]
     ds_submit: tuple[str, ...] = ()
     ds_remove: tuple[str, ...] = ()
@@ -155,11 +158,11 @@ class StepResult:
         }
 
 
-def _find(keys: Sequence[ZoneKey], role: ZoneKeyRole, *states: ZoneKeyState) -> ZoneKey | None:
+def _find(keys: Sequence[AnyKey], role: ZoneKeyRole, *states: ZoneKeyState) -> AnyKey | None:
     return next((key for key in keys if key.role is role and key.state in states), None)
 
 
-def _label(key: ZoneKey) -> str:
+def _label(key: AnyKey) -> str:
     return f"{key.role.upper()} {key.tag}"
 
 
@@ -169,7 +172,7 @@ def _ready(since: int, published: int | None) -> int:
 
 
 def next_step(
-    keys: Sequence[ZoneKey], timing: RolloverTiming, published: int | None = None
+    keys: Sequence[AnyKey], timing: RolloverTiming, published: int | None = None
 ) -> NextStep | None:
     """The next step of the rollover in progress, None when none is.
 
@@ -223,7 +226,7 @@ def begin(
         RolloverError: a rollover is already running, or the zone has no active key set.
         KeyStoreError: the key store cannot be read or written.
     """
-    keys = store.zone_keys(zone)
+    keys = store.zone_key_entries(zone)
     running = next_step(keys, timing, published)
     if running is not None:
         raise RolloverError(
@@ -234,8 +237,8 @@ def begin(
     if not any(key.role is role and key.state is ZoneKeyState.ACTIVE for key in keys):
         raise RolloverError(f"zone {zone} has no active {role.upper()} to roll", where=zone)
     state = ZoneKeyState.PUBLISHED if role is ZoneKeyRole.ZSK else ZoneKeyState.DS_SUBMITTED
-    new = store.add_zone_key(zone, role, state, now=now)
-    keys = store.zone_keys(zone)
+    new = store.add_zone_key(zone, role, state, now=now).entry
+    keys = store.zone_key_entries(zone)
     if role is ZoneKeyRole.ZSK:
         changed = (f"{_label(new)} created and published (not signing yet)",)
         return StepResult(zone, keys, changed, next_step=next_step(keys, timing, now))
@@ -260,7 +263,7 @@ def step(
             (or was wrongly given) ``ds_published``.
         KeyStoreError: the key store cannot be read or written.
     """
-    every = store.zone_keys(zone, removed=True)
+    every = store.zone_key_entries(zone, removed=True)
     keys = tuple(key for key in every if key.state is not ZoneKeyState.REMOVED)
     upcoming = next_step(keys, timing, published)
     if upcoming is None:
@@ -299,7 +302,7 @@ def step(
 
 
 def _transition(
-    keys: Sequence[ZoneKey], role: ZoneKeyRole
+    keys: Sequence[ZoneKeyEntry], role: ZoneKeyRole
 ) -> tuple[dict[int, ZoneKeyState], list[str], set[int]]:
     """The state changes of the next step: tag -> new state, messages, DS to withdraw."""
     moves: dict[int, ZoneKeyState] = {}

@@ -4,16 +4,19 @@ from __future__ import annotations
 
 from collections.abc import Callable, Sequence
 from pathlib import Path
+from typing import TypeVar
 
 import dns.name
 import pytest
 
 from alter_publish import keyops, pipeline, rollover
 from alter_publish.dnssec import ds_line
-from alter_publish.keys import KeyStore, ZoneKey, ZoneKeyRole, ZoneKeyState
+from alter_publish.keys import KeyStore, ZoneKey, ZoneKeyEntry, ZoneKeyRole, ZoneKeyState
 from alter_publish.model import DNSSECSpec, load_zone
 from alter_publish.rollover import RolloverError, RolloverTiming, StepResult
 from tests.conftest import NOW, Workspace
+
+AnyKey = TypeVar("AnyKey", ZoneKey, ZoneKeyEntry)
 
 ZONE = "example.com"
 ORIGIN = dns.name.from_text(ZONE)
@@ -46,14 +49,14 @@ def rollover_error(call: Callable[[], object]) -> RolloverError:
     return info.value
 
 
-def only(keys: Sequence[ZoneKey], role: ZoneKeyRole, state: ZoneKeyState) -> ZoneKey:
+def only(keys: Sequence[AnyKey], role: ZoneKeyRole, state: ZoneKeyState) -> AnyKey:
     """The one key of ``role`` in ``state``."""
     found = [key for key in keys if key.role is role and key.state is state]
     assert len(found) == 1, [key.index_entry() for key in keys]
     return found[0]
 
 
-def by_tag(keys: Sequence[ZoneKey], tag: int) -> ZoneKey:
+def by_tag(keys: Sequence[AnyKey], tag: int) -> AnyKey:
     return next(key for key in keys if key.tag == tag)
 
 
@@ -125,7 +128,7 @@ def test_zsk_rollover_walks_published_active_retired_removed(store: KeyStore) ->
     assert removed.next_step is None
     assert removed.ds_remove == ()  # a ZSK has no DS
     assert {key.tag for key in store.zone_keys(ZONE)} == {ksk.tag, new.tag}
-    every = store.zone_keys(ZONE, removed=True)
+    every = store.zone_key_entries(ZONE, removed=True)
     assert by_tag(every, old.tag).state is ZoneKeyState.REMOVED
     assert by_tag(every, ksk.tag).state is ZoneKeyState.ACTIVE
     assert rollover.next_step(store.zone_keys(ZONE), TIMING) is None
@@ -179,7 +182,7 @@ def test_ksk_rollover_walks_the_double_ds_states(store: KeyStore) -> None:
     assert removed.ds_remove == (old_ds,)
     assert removed.next_step is None
     assert {key.tag for key in store.zone_keys(ZONE)} == {new.tag, zsk.tag}
-    assert by_tag(store.zone_keys(ZONE, removed=True), old.tag).state is ZoneKeyState.REMOVED
+    assert by_tag(store.zone_key_entries(ZONE, removed=True), old.tag).state is ZoneKeyState.REMOVED
 
 
 # --- refusals and the published time ------------------------------------------------------
@@ -239,7 +242,7 @@ def test_begin_needs_an_active_key_of_the_role(store: KeyStore) -> None:
     )
     error = rollover_error(lambda: rollover.begin(store, ZONE, ZSK, now=BEGIN, timing=TIMING))
     assert "no active ZSK" in error.what
-    assert len(store.zone_keys(ZONE, removed=True)) == 2  # no key was made
+    assert len(store.zone_key_entries(ZONE, removed=True)) == 2  # no key was made
 
 
 # --- since and keys.json ------------------------------------------------------------------
@@ -259,16 +262,14 @@ def test_moved_keys_take_the_steps_now_and_keys_json_round_trips(store: KeyStore
         BEGIN,
     )
 
-    reloaded = KeyStore(store.root).zone_keys(ZONE, removed=True)
+    reloaded = KeyStore(store.root).zone_key_entries(ZONE, removed=True)
     assert [key.index_entry() for key in reloaded] == [key.index_entry() for key in activated.keys]
-    for key in reloaded:
-        assert key.private_key.private_bytes_raw() == (
-            by_tag(activated.keys, key.tag).private_key.private_bytes_raw()
-        )
+    for key in KeyStore(store.root).zone_keys(ZONE):  # private keys load, and match
+        assert key.entry == by_tag(activated.keys, key.tag)
 
     gone_at = at + TIMING.zsk_retire_wait + 5
     step(store, gone_at)
-    removed = by_tag(KeyStore(store.root).zone_keys(ZONE, removed=True), retired.tag)
+    removed = by_tag(KeyStore(store.root).zone_key_entries(ZONE, removed=True), retired.tag)
     assert (removed.state, removed.since) == (ZoneKeyState.REMOVED, gone_at)
 
 
@@ -284,7 +285,7 @@ def sign(workspace: Workspace, now: int) -> pipeline.SerialState:
     state = pipeline.SerialState.read(pipeline.state_path_for(workspace.zone_file))
     assert state is not None
     assert state.keys_since is not None
-    assert state.max_ttl is not None
+    assert state.ttls is not None
     return state
 
 
@@ -326,7 +327,8 @@ def test_keyops_zsk_rollover_waits_count_from_the_sign(workspace: Workspace) -> 
     assert keyops.dnssec_status(zone, keys=workspace.keys).signed is False
 
     state = sign(workspace, activate_at + 600)
-    ttl_sig = min(max(state.max_ttl or 0, spec.ttl), rules.signature_validity)
+    assert state.ttls is not None
+    ttl_sig = min(max(state.ttls.cached_max, spec.ttl), rules.signature_validity)
     status = keyops.dnssec_status(zone, keys=workspace.keys)
     assert status.signed is True
     assert status.next_step is not None

@@ -14,6 +14,7 @@ import pytest
 from cryptography.hazmat.primitives import serialization
 from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PrivateKey
 
+from alter_publish.envelope import b64url, public_bytes
 from alter_publish.errors import EXIT_KEY, KeyStoreError
 from alter_publish.keys import (
     DNSKEY_FLAGS_KSK,
@@ -107,6 +108,7 @@ def test_layout_index_and_file_modes(store: KeyStore) -> None:
                 "created": NOW,
                 "state": "active",
                 "since": NOW,
+                "public_key": b64url(public_bytes(key.private_key)),
             }
             for key in (ksk, zsk)
         ],
@@ -240,7 +242,7 @@ def test_removed_keys_are_not_loaded_unless_asked(store: KeyStore) -> None:
     write_index(store, doc)
     (ksk,) = store.zone_keys(ZONE)
     assert ksk.role is ZoneKeyRole.KSK
-    assert [key.role for key in store.zone_keys(ZONE, removed=True)] == [
+    assert [key.role for key in store.zone_key_entries(ZONE, removed=True)] == [
         ZoneKeyRole.KSK,
         ZoneKeyRole.ZSK,
     ]
