@@ -537,3 +537,25 @@ def test_resolve_pins_on_first_use_then_follows_a_rotation(workspace: Workspace)
     shown = json.loads(mismatch.stdout)
     assert (shown["ok"], shown["category"], shown["pin"]) == (False, "key-mismatch", None)
     assert_unchanged(before, workspace.snapshot())
+
+
+def test_an_unvalidated_answer_never_plants_a_pin(workspace: Workspace) -> None:
+    """With --allow-insecure and no trust anchor, the answer could be spoofed: no pin."""
+    with _serving(workspace) as server:
+        result = workspace.run(
+            "resolve",
+            BLAKE,
+            "--server",
+            server,
+            "--substrate",
+            ZONE,
+            "--allow-insecure",
+            "--pin-store",
+            PINS_FILE,
+            *_at(NOW),
+            "--json",
+        )
+    shown = _json(result)
+    assert (shown["ok"], shown["dnssec"]) == (True, "insecure")
+    assert shown["pin"] == "not updated (answer not DNSSEC-validated)"
+    assert not (workspace.root / PINS_FILE).exists()
