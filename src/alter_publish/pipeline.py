@@ -25,8 +25,7 @@ from alter_publish.envelope import (
     CLOCK_SKEW_SECONDS,
     Envelope,
     Tags,
-    parse_record,
-    public_bytes,
+    parse_envelope,
     sign_envelope,
 )
 from alter_publish.errors import AlterError, KeyStoreError, RenderError, UsageError
@@ -489,7 +488,6 @@ def plan_zone(
         tree = log.tree()
         signed: list[SignedHandle] = []
         new_entries: list[LogEntry] = []
-        signers: dict[str, tuple[int, bytes]] = {}
         for handle_spec, key in zip(spec.handles, handle_keys, strict=True):
             handle_revocations = revocations.get(handle_spec.handle.ref, HandleRevocations())
             published = handle_revocations.every
@@ -513,8 +511,6 @@ def plan_zone(
                 continue
             renewal = previous is not None and previous.epoch == key.epoch
             previous_key = _previous_key(spec, handle_spec, key, keys, revoked, renewal)
-            if previous_key is not None:
-                signers[handle_spec.handle.ref] = (key.epoch - 1, public_bytes(previous_key))
             envelope = sign_envelope(
                 handle=handle_spec.handle,
                 owner=handle_spec.owner,
@@ -535,10 +531,9 @@ def plan_zone(
         expectations = {
             item.spec.handle.ref: _expectation(
                 item.spec,
-                item.envelope.to_text(),
+                item.envelope,
                 tuple(revocation.to_text() for revocation in item.revocations),
                 index,
-                signers.get(item.spec.handle.ref),
             )
             for item in signed
         }
@@ -619,19 +614,17 @@ def _next_state(
 
 def _expectation(
     handle_spec: HandleSpec,
-    text: str,
+    envelope: Envelope,
     revocations: tuple[str, ...],
     index: LogIndex,
-    signer: tuple[int, bytes] | None = None,
 ) -> Expectation:
-    """What the proof checks for a handle; ``psig`` is checked against the logged key of
-    the previous epoch (or, for an epoch the log never saw, the key that signed it)."""
-    envelope = parse_record(text)
+    """What the proof checks for a handle: ``psig`` against the key the log published
+    for the epoch before, as a verifier that pinned that epoch would check it."""
     previous = None
-    if isinstance(envelope, Envelope) and envelope.psig is not None and envelope.epoch > 1:
+    if envelope.psig is not None and envelope.epoch > 1:
         logged = index.latest(handle_spec.owner, handle_spec.handle, envelope.epoch - 1)
-        previous = (envelope.epoch - 1, logged.public_key) if logged else signer
-    return Expectation(text, revocations, previous)
+        previous = None if logged is None else (envelope.epoch - 1, logged.public_key)
+    return Expectation(envelope.to_text(), revocations, previous)
 
 
 def _refuse_wildcards(zone: dns.zone.Zone, where: str) -> None:
@@ -787,8 +780,8 @@ def _commit(plan: ZonePlan, zone_file: Path, envelopes_file: Path, ds_file: Path
 # --- verify ------------------------------------------------------------------
 
 
-def read_expected(envelopes_file: Path) -> dict[str, tuple[str, tuple[str, ...]]]:
-    """Handle-ref -> (signed record text, revocation texts) from ``<zone>.envelopes.json``.
+def read_expected(envelopes_file: Path) -> dict[str, tuple[Envelope, tuple[str, ...]]]:
+    """Handle-ref -> (signed envelope, revocation texts) from ``<zone>.envelopes.json``.
 
     Raises:
         RenderError: missing, unreadable or not an envelopes document.
@@ -797,7 +790,7 @@ def read_expected(envelopes_file: Path) -> dict[str, tuple[str, tuple[str, ...]]
         doc = json.loads(envelopes_file.read_text(encoding="utf-8"))
         return {
             str(item["handle"]): (
-                str(item["text"]),
+                parse_envelope(str(item["text"])),
                 tuple(str(text) for text in item.get("revocations", ())),
             )
             for item in doc["handles"]
@@ -806,7 +799,7 @@ def read_expected(envelopes_file: Path) -> dict[str, tuple[str, tuple[str, ...]]
         raise RenderError(
             "not found; run 'alter-publish sign' first", where=str(envelopes_file)
         ) from exc
-    except (OSError, ValueError, KeyError, TypeError) as exc:
+    except (OSError, ValueError, KeyError, TypeError, AlterError) as exc:
         raise RenderError(f"not an envelopes document ({exc})", where=str(envelopes_file)) from exc
 
 
@@ -855,11 +848,10 @@ def verify(
         index = LogIndex(read_log(log_path_for(spec.path)))
         expected = read_expected(envelopes_file)
         expectations = {
-            handle_spec.handle.ref: _expectation(
-                handle_spec, *expected[handle_spec.handle.ref], index
-            )
+            handle_spec.handle.ref: _expectation(handle_spec, envelope, revocations, index)
             for handle_spec in spec.handles
             if handle_spec.handle.ref in expected
+            for envelope, revocations in [expected[handle_spec.handle.ref]]
         }
         proofs.append(prove_zone(zone, spec, expectations, now=now, anchors=anchors))
     return VerifyReport(proofs=tuple(proofs), warnings=tuple(warnings))
