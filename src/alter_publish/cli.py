@@ -24,6 +24,7 @@ from alter_publish import keyops, pipeline
 from alter_publish.dnssec import ds_records
 from alter_publish.envelope import Envelope, b64url, verify_record
 from alter_publish.errors import (
+    EXIT_DRIFT,
     EXIT_INTERNAL,
     EXIT_OK,
     EXIT_USAGE,
@@ -127,6 +128,13 @@ def sign(
         Path | None, typer.Option("--templates", help="Directory with zone.j2 (default: built-in).")
     ] = None,
     keys: KeysOption = Path("keys"),
+    check: Annotated[
+        bool,
+        typer.Option(
+            "--check",
+            help="Change nothing; exit 7 if a real run would change any output (for CI).",
+        ),
+    ] = False,
     as_json: JsonOption = False,
 ) -> None:
     """Sign every handle, DNSSEC-sign the zone, prove it on loopback, then write the outputs."""
@@ -141,6 +149,7 @@ def sign(
         create_keys=create_keys,
         templates=templates,
         verify=not no_verify,
+        check=check,
     )
     for warning in report.warnings:
         _warn(f"WARNING: {warning}")
@@ -164,14 +173,20 @@ def sign(
             f"{zone.zone}: {zone.handles} handles, {zone.signed} signed, {zone.reused} unchanged; "
             f"serial {zone.serial}; {proven}; {timings}"
         )
-        if report.committed:
+        if report.check and report.proven:
+            changed = f"would write {', '.join(zone.written)}" if zone.written else "up to date"
+            typer.echo(f"{zone.zone}: {changed}")
+        elif report.committed:
             changed = f"wrote {', '.join(zone.written)}" if zone.written else "nothing changed"
             typer.echo(f"{zone.zone}: {changed}")
             for line in zone.ds:
                 typer.echo(f"{zone.zone}: DS for the parent zone: {line}")
-    if not report.committed:
+    if not report.proven:
         failed = sum(len(z.proof.failures) for z in report.zones if z.proof)
         _fail(EXIT_VERIFICATION, f"proof failed for {failed} handle(s); no output was written")
+    if report.check and report.drift:
+        count = sum(len(zone.written) for zone in report.zones)
+        _fail(EXIT_DRIFT, f"--check: {count} output file(s) would change; run sign")
 
 
 @app.command()
@@ -180,14 +195,23 @@ def verify(
     out: OutOption = Path("build"),
     now: NowOption = None,
     trust_anchor: TrustAnchorOption = None,
+    server: Annotated[
+        str | None,
+        typer.Option(
+            "--server",
+            help="HOST:PORT of a name server to prove instead of the loopback one "
+            "(what it serves must be what sign wrote).",
+        ),
+    ] = None,
     as_json: JsonOption = False,
 ) -> None:
-    """Prove already-rendered output: serve it on loopback and verify every handle."""
+    """Prove already-rendered output: serve it on loopback (or ask --server) and verify it."""
     report = pipeline.verify(
         pipeline.find_zone_files(zones or []),
         out=out,
         now=_now(now),
         trust_anchors=trust_anchor,
+        server=_parse_hostport(server) if server else None,
     )
     for warning in report.warnings:
         _warn(f"WARNING: {warning}")

@@ -15,6 +15,7 @@ EXIT_DEFINITION = 3
 EXIT_KEY = 4
 EXIT_OUTPUT = 5
 EXIT_NETWORK = 6
+EXIT_DRIFT = 7  # not an error: --check (or plan) found changes to make
 EXIT_INTERNAL = 70
 
 #: Categories of spec section 6 and 7, in the order the checks run.

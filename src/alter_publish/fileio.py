@@ -13,6 +13,14 @@ PRIVATE_MODE = 0o600
 PUBLIC_MODE = 0o644
 
 
+def would_write(path: Path, data: bytes, *, mode: int = PUBLIC_MODE) -> bool:
+    """True when :func:`atomic_write_bytes` would (re)write ``path`` with ``data``."""
+    try:
+        return not (path.read_bytes() == data and (path.stat().st_mode & 0o777) == mode)
+    except OSError:
+        return True
+
+
 def atomic_write_bytes(
     path: Path, data: bytes, *, mode: int = PUBLIC_MODE, error: type[AlterError] = RenderError
 ) -> bool:
@@ -24,11 +32,8 @@ def atomic_write_bytes(
     Raises:
         AlterError: (``error``, RenderError by default) the file could not be written.
     """
-    try:
-        if path.read_bytes() == data and (path.stat().st_mode & 0o777) == mode:
-            return False
-    except OSError:
-        pass
+    if not would_write(path, data, mode=mode):
+        return False
     try:
         path.parent.mkdir(parents=True, exist_ok=True)
         fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)

@@ -29,7 +29,7 @@ from alter_publish.envelope import (
     sign_envelope,
 )
 from alter_publish.errors import AlterError, KeyStoreError, RenderError, UsageError
-from alter_publish.fileio import atomic_write_bytes
+from alter_publish.fileio import atomic_write_bytes, would_write
 from alter_publish.handles import Handle, normalize_domain, parse_handle
 from alter_publish.identitylog import IdentityLog, LogEntry, append_entries, log_path_for, read_log
 from alter_publish.keys import Continuity, HandleKey, KeyStore, ZoneKey, ZoneKeyEntry
@@ -41,7 +41,7 @@ from alter_publish.lifecycle import (
     zone_revocations,
 )
 from alter_publish.model import HandleSpec, ZoneSpec, format_utc, load_zone
-from alter_publish.proof import Expectation, ProofReport, prove_zone
+from alter_publish.proof import Expectation, ProofReport, prove_served, prove_zone
 from alter_publish.render import (
     SignedHandle,
     content_digest,
@@ -104,17 +104,27 @@ class SignReport:
     zones: tuple[ZoneResult, ...]
     committed: bool
     warnings: tuple[str, ...] = ()
+    check: bool = False  # --check: ``written`` says what would be written
+    proven: bool = True  # every proof passed (or was skipped)
+
+    @property
+    def drift(self) -> bool:
+        """With ``check``: whether a real run would change any file."""
+        return any(zone.written for zone in self.zones)
 
     @property
     def ok(self) -> bool:
-        """True when every zone was proven (or the proof was skipped) and written."""
-        return self.committed
+        """True when every zone was proven (or the proof was skipped) and written
+        (with ``check``: proven)."""
+        return self.proven and (self.committed or self.check)
 
     def to_mapping(self) -> dict[str, Any]:
         """JSON-ready form."""
         return {
             "ok": self.ok,
             "committed": self.committed,
+            "check": self.check,
+            "drift": self.drift if self.check else None,
             "warnings": list(self.warnings),
             "zones": [z.to_mapping() for z in self.zones],
         }
@@ -673,8 +683,12 @@ def sign(
     create_keys: bool = False,
     templates: Path | None = None,
     verify: bool = True,
+    check: bool = False,
 ) -> SignReport:
     """Sign, render and prove every zone; write outputs only if every proof passes.
+
+    With ``check`` nothing is written, not even keys: each zone's ``written`` lists
+    the files a real run would change (``SignReport.drift``).
 
     Returns:
         The report; ``ok`` is False (and nothing was written) when a proof failed.
@@ -685,6 +699,8 @@ def sign(
         RenderError: templates, rendering or writing failed.
         ServeError: the loopback server could not start.
     """
+    if check and create_keys:
+        raise UsageError("--check changes nothing, so it cannot --create-keys")
     template_dir = templates or default_templates_dir()
     specs = [load_zone(path) for path in zone_files]
     names = [spec.origin for spec in specs]
@@ -711,7 +727,7 @@ def sign(
         written: list[str] = []
         if committed:
             with watch.stage("write"):
-                written = _commit(plan, zone_file, envelopes_file, ds_file)
+                written = _commit(plan, zone_file, envelopes_file, ds_file, dry_run=check)
         signed_zone = plan.signed_zone
         results.append(
             ZoneResult(
@@ -731,7 +747,13 @@ def sign(
             )
         )
     warnings = tuple(warning for spec in specs for warning in spec.warnings())
-    return SignReport(zones=tuple(results), committed=committed, warnings=warnings)
+    return SignReport(
+        zones=tuple(results),
+        committed=committed and not check,
+        warnings=warnings,
+        check=check,
+        proven=committed,
+    )
 
 
 def _dnssec_summary(plan: ZonePlan) -> dict[str, Any] | None:
@@ -749,22 +771,31 @@ def _dnssec_summary(plan: ZonePlan) -> dict[str, Any] | None:
     }
 
 
-def _commit(plan: ZonePlan, zone_file: Path, envelopes_file: Path, ds_file: Path) -> list[str]:
-    """Log first, then serial state, then outputs: a crash never leaves outputs the log lacks."""
+def _commit(
+    plan: ZonePlan, zone_file: Path, envelopes_file: Path, ds_file: Path, *, dry_run: bool = False
+) -> list[str]:
+    """Log first, then serial state, then outputs: a crash never leaves outputs the log lacks.
+
+    With ``dry_run`` nothing is written: the result lists what would be.
+    """
+    write = would_write if dry_run else atomic_write_bytes
     written: list[str] = []
     if plan.new_entries:
-        append_entries(plan.log, plan.new_entries)
+        if not dry_run:
+            append_entries(plan.log, plan.new_entries)
         written.append(str(plan.log.path))
     state_path = state_path_for(plan.spec.path)
-    if atomic_write_bytes(state_path, plan.state.to_text().encode()):
+    if write(state_path, plan.state.to_text().encode()):
         written.append(str(state_path))
-    if atomic_write_bytes(zone_file, plan.zone_text.encode("utf-8")):
+    if write(zone_file, plan.zone_text.encode("utf-8")):
         written.append(str(zone_file))
-    if atomic_write_bytes(envelopes_file, plan.envelopes_json.encode("utf-8")):
+    if write(envelopes_file, plan.envelopes_json.encode("utf-8")):
         written.append(str(envelopes_file))
     if plan.signed_zone is not None:
-        if atomic_write_bytes(ds_file, plan.signed_zone.ds_text.encode("ascii")):
+        if write(ds_file, plan.signed_zone.ds_text.encode("ascii")):
             written.append(str(ds_file))
+    elif ds_file.exists() and dry_run:
+        written.append(f"{ds_file} (would be removed: the zone is unsigned)")
     elif ds_file.exists():
         # A DS left at the registrar for an unsigned zone makes it bogus: do not offer one.
         try:
@@ -819,12 +850,19 @@ def read_zone_file(path: Path, origin: str) -> dns.zone.Zone:
 
 
 def verify(
-    zone_files: Sequence[Path], *, out: Path, now: int, trust_anchors: Path | None = None
+    zone_files: Sequence[Path],
+    *,
+    out: Path,
+    now: int,
+    trust_anchors: Path | None = None,
+    server: tuple[str, int] | None = None,
 ) -> VerifyReport:
     """Prove already-rendered output: serve ``<out>/<zone>.zone`` and verify every handle.
 
-    DNSSEC zones are validated to ``trust_anchors`` (DS or DNSKEY records), by default
-    the ``<out>/<zone>.ds`` that ``sign`` wrote.
+    With ``server`` the proof runs against that name server instead (BIND, Knot, NSD,
+    a provider): what it serves must be what ``sign`` wrote to
+    ``<out>/<zone>.envelopes.json``. DNSSEC zones are validated to ``trust_anchors``
+    (DS or DNSKEY records), by default the ``<out>/<zone>.ds`` that ``sign`` wrote.
 
     Raises:
         DefinitionError: a zone definition is wrong.
@@ -839,7 +877,6 @@ def verify(
         spec = load_zone(path)
         warnings.extend(spec.warnings())
         zone_file, envelopes_file = output_paths(out, spec.origin)
-        zone = read_zone_file(zone_file, spec.origin)
         anchors: tuple[TrustAnchor, ...] = ()
         if given is not None:
             anchors = given
@@ -853,7 +890,11 @@ def verify(
             if handle_spec.handle.ref in expected
             for envelope, revocations in [expected[handle_spec.handle.ref]]
         }
-        proofs.append(prove_zone(zone, spec, expectations, now=now, anchors=anchors))
+        if server is None:
+            zone = read_zone_file(zone_file, spec.origin)
+            proofs.append(prove_zone(zone, spec, expectations, now=now, anchors=anchors))
+        else:
+            proofs.append(prove_served(server, spec, expectations, now=now, anchors=anchors))
     return VerifyReport(proofs=tuple(proofs), warnings=tuple(warnings))
 
 

@@ -125,14 +125,29 @@ def prove_zone(
     now: int,
     anchors: Sequence[TrustAnchor] = (),
 ) -> ProofReport:
-    """Serve ``zone`` on 127.0.0.1 (OS-chosen port) and resolve and verify every handle.
+    """Serve ``zone`` on 127.0.0.1 (OS-chosen port) and prove it (see :func:`prove_served`).
+
+    Raises:
+        ServeError: the loopback server could not start.
+    """
+    with ZoneServer([zone]) as server:
+        return prove_served(server.address, spec, expected, now=now, anchors=anchors)
+
+
+def prove_served(
+    server: tuple[str, int],
+    spec: ZoneSpec,
+    expected: Mapping[str, Expectation],
+    *,
+    now: int,
+    anchors: Sequence[TrustAnchor] = (),
+    timeout: float = PROOF_TIMEOUT_SECONDS,
+) -> ProofReport:
+    """Resolve and verify every handle of ``spec`` at the name server ``server``.
 
     ``expected`` maps handle-refs to what was signed for them (see :class:`Expectation`).
     For a DNSSEC zone every answer must validate ``secure`` to ``anchors``, and a handle
     the zone does not publish must come back as a ``secure`` denial (NSEC/NSEC3).
-
-    Raises:
-        ServeError: the loopback server could not start.
     """
     start = time.perf_counter()
     secure = spec.dnssec.enabled
@@ -140,13 +155,12 @@ def prove_zone(
     owners = [handle_spec.owner for handle_spec in spec.handles]
     if probe:
         owners.append(ABSENT_PROBE.owner(spec.origin))
-    with ZoneServer([zone]) as server:
-        host, port = server.address
-        with StubResolver(server.address, now, anchors, PROOF_TIMEOUT_SECONDS) as stub:
-            try:  # every query in flight at once; see StubResolver.exchange_many
-                answers = stub.query_txt_many(owners)
-            except ResolveError as exc:  # the zone's DNSKEY query failed
-                answers = [exc] * len(owners)
+    host, port = server
+    with StubResolver(server, now, anchors, timeout) as stub:
+        try:  # every query in flight at once; see StubResolver.exchange_many
+            answers = stub.query_txt_many(owners)
+        except ResolveError as exc:  # the zone's DNSKEY query failed
+            answers = [exc] * len(owners)
     results = [
         _prove_handle(handle_spec, answer, spec, expected.get(handle_spec.handle.ref), now)
         for handle_spec, answer in zip(spec.handles, answers, strict=False)
