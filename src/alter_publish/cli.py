@@ -21,6 +21,7 @@ import dns.name
 import typer
 
 from alter_publish import keyops, pipeline
+from alter_publish import push as publishing
 from alter_publish.dnssec import ds_records
 from alter_publish.envelope import Envelope, b64url, verify_record
 from alter_publish.errors import (
@@ -37,7 +38,7 @@ from alter_publish.errors import (
 from alter_publish.handles import Handle, normalize_domain, parse_handle, parse_reference
 from alter_publish.keys import KeyStore, ZoneKey, ZoneKeyEntry, ZoneKeyRole, passphrase_from_env
 from alter_publish.lifecycle import RotationMode
-from alter_publish.model import format_span, format_utc
+from alter_publish.model import format_span, format_utc, load_zone
 from alter_publish.pins import PinStore
 from alter_publish.proof import ProofReport
 from alter_publish.resolver import resolve as resolve_handle
@@ -650,6 +651,141 @@ def revoke(
     said = "queued" if new else "was already queued or published"
     typer.echo(f"{ref}: revocation of epoch {revoked} {said}")
     typer.echo(f"next: alter-publish sign {keyops.zone_definition(zone, zones_dir)}")
+
+
+ServerOption = Annotated[
+    str, typer.Option("--server", help="HOST:PORT of the zone's primary name server.")
+]
+TsigKeyOption = Annotated[
+    Path | None,
+    typer.Option("--tsig-key", help="TSIG key file in BIND format (as tsig-keygen writes it)."),
+]
+ZoneArgument = Annotated[
+    str, typer.Argument(help="The zone: a definition file, or a zone name in zones/.")
+]
+
+
+def _print_plan(result: publishing.Plan) -> None:
+    marks = {"add": "+", "update": "~", "delete": "-"}
+    for change in result.changes:
+        before = len(change.before.texts) if change.before else 0
+        after = len(change.after.texts) if change.after else 0
+        typer.echo(
+            f"{marks[change.action]} {change.owner} ({change.action}: "
+            f"{before} -> {after} alter1 record(s))"
+        )
+    counts = result.counts()
+    summary = ", ".join(f"{counts[a]} {a}" for a in ("add", "update", "delete"))
+    state = summary if result.pending else "nothing to do"
+    typer.echo(
+        f"{result.zone}: {state} on {result.server} ({result.served} alter1 records served, "
+        f"read by {result.enumeration})"
+    )
+
+
+@app.command()
+def plan(
+    zone: ZoneArgument,
+    server: ServerOption,
+    tsig_key: TsigKeyOption = None,
+    out: OutOption = Path("build"),
+    zones_dir: ZonesDirOption = Path("zones"),
+    as_json: JsonOption = False,
+) -> None:
+    """List the adds, updates and deletes of alter1 records a push would make (exit 7 if any)."""
+    spec = load_zone(keyops.zone_definition(zone, zones_dir))
+    tsig = publishing.read_tsig_key(tsig_key) if tsig_key else None
+    result = publishing.plan(spec, out=out, server=_parse_hostport(server), tsig=tsig)
+    if as_json:
+        _emit_json(result.to_mapping())
+    else:
+        _print_plan(result)
+    if result.pending:
+        _fail(EXIT_DRIFT, f"{result.zone}: {len(result.changes)} owner name(s) differ; run push")
+
+
+@app.command()
+def push(
+    zone: ZoneArgument,
+    server: ServerOption,
+    tsig_key: Annotated[
+        Path, typer.Option("--tsig-key", help="TSIG key file in BIND format (tsig-keygen).")
+    ],
+    out: OutOption = Path("build"),
+    trust_anchor: TrustAnchorOption = None,
+    allow_insecure: Annotated[
+        bool,
+        typer.Option(
+            "--allow-insecure",
+            help="The server does not sign the zone: accept unsigned answers in the proof.",
+        ),
+    ] = False,
+    force: Annotated[
+        bool, typer.Option("--force", help="Delete more than --max-delete of our records.")
+    ] = False,
+    max_delete: Annotated[
+        float,
+        typer.Option(
+            "--max-delete",
+            help="Largest share of our served records a push may delete without --force.",
+            min=0.0,
+            max=1.0,
+        ),
+    ] = publishing.DEFAULT_MAX_DELETE_SHARE,
+    now: NowOption = None,
+    zones_dir: ZonesDirOption = Path("zones"),
+    as_json: JsonOption = False,
+) -> None:
+    """Apply the plan by RFC 2136 dynamic update with TSIG, then prove the server's answers."""
+    if allow_insecure:
+        _warn("--allow-insecure: the proof accepts answers without DNSSEC validation")
+    definition = keyops.zone_definition(zone, zones_dir)
+    spec = load_zone(definition)
+    tsig = publishing.read_tsig_key(tsig_key)
+    address = _parse_hostport(server)
+    anchors_file = trust_anchor
+    result = publishing.plan(spec, out=out, server=address, tsig=tsig)
+    publishing.check_deletes(result, max_delete, force=force)
+    sent = publishing.apply(result, address, tsig) if result.pending else 0
+    after = publishing.plan(spec, out=out, server=address, tsig=tsig)
+    if after.pending:
+        raise publishing.PublishError(
+            f"{len(after.changes)} owner name(s) still differ after the push "
+            "(does the server accept the updates for this zone?)",
+            where=f"{server}",
+        )
+    report = pipeline.verify(
+        [definition],
+        out=out,
+        now=_now(now),
+        trust_anchors=anchors_file,
+        server=address,
+        allow_insecure=allow_insecure,
+    )
+    if as_json:
+        _emit_json(
+            {
+                "plan": result.to_mapping(),
+                "updates_sent": sent,
+                "proof": report.to_mapping(),
+                "ok": report.ok,
+            }
+        )
+    else:
+        _print_plan(result)
+        typer.echo(f"{spec.origin}: {sent} update message(s) applied; server now matches")
+    for proof in report.proofs:
+        _print_proof_failures(proof)
+        if not as_json:
+            passed = len(proof.results) - sum(1 for r in proof.results if not r.ok)
+            statuses = sorted({r.dnssec for r in proof.results}) or ["-"]
+            typer.echo(
+                f"{proof.zone}: {passed}/{len(proof.results)} handles verified on "
+                f"{proof.server} ({'/'.join(statuses)})"
+            )
+    if not report.ok:
+        failed = sum(len(p.failures) for p in report.proofs)
+        _fail(EXIT_VERIFICATION, f"pushed, but the proof failed for {failed} handle(s)")
 
 
 keys_app = typer.Typer(

@@ -856,13 +856,15 @@ def verify(
     now: int,
     trust_anchors: Path | None = None,
     server: tuple[str, int] | None = None,
+    allow_insecure: bool = False,
 ) -> VerifyReport:
     """Prove already-rendered output: serve ``<out>/<zone>.zone`` and verify every handle.
 
     With ``server`` the proof runs against that name server instead (BIND, Knot, NSD,
     a provider): what it serves must be what ``sign`` wrote to
     ``<out>/<zone>.envelopes.json``. DNSSEC zones are validated to ``trust_anchors``
-    (DS or DNSKEY records), by default the ``<out>/<zone>.ds`` that ``sign`` wrote.
+    (DS or DNSKEY records), by default the ``<out>/<zone>.ds`` that ``sign`` wrote;
+    ``allow_insecure`` accepts unsigned answers (a server that does not sign).
 
     Raises:
         DefinitionError: a zone definition is wrong.
@@ -880,7 +882,7 @@ def verify(
         anchors: tuple[TrustAnchor, ...] = ()
         if given is not None:
             anchors = given
-        elif spec.dnssec.enabled:
+        elif spec.dnssec.enabled and not allow_insecure:
             anchors = read_trust_anchors(ds_path(out, spec.origin))
         index = LogIndex(read_log(log_path_for(spec.path)))
         expected = read_expected(envelopes_file)
@@ -894,7 +896,10 @@ def verify(
             zone = read_zone_file(zone_file, spec.origin)
             proofs.append(prove_zone(zone, spec, expectations, now=now, anchors=anchors))
         else:
-            proofs.append(prove_served(server, spec, expectations, now=now, anchors=anchors))
+            secure = False if allow_insecure else None
+            proofs.append(
+                prove_served(server, spec, expectations, now=now, anchors=anchors, secure=secure)
+            )
     return VerifyReport(proofs=tuple(proofs), warnings=tuple(warnings))
 
 

@@ -142,15 +142,17 @@ def prove_served(
     now: int,
     anchors: Sequence[TrustAnchor] = (),
     timeout: float = PROOF_TIMEOUT_SECONDS,
+    secure: bool | None = None,
 ) -> ProofReport:
     """Resolve and verify every handle of ``spec`` at the name server ``server``.
 
     ``expected`` maps handle-refs to what was signed for them (see :class:`Expectation`).
-    For a DNSSEC zone every answer must validate ``secure`` to ``anchors``, and a handle
-    the zone does not publish must come back as a ``secure`` denial (NSEC/NSEC3).
+    When ``secure`` (by default: when the zone is DNSSEC-signed) every answer must
+    validate ``secure`` to ``anchors``, and a handle the zone does not publish must
+    come back as a ``secure`` denial (NSEC/NSEC3); else unsigned answers are accepted.
     """
     start = time.perf_counter()
-    secure = spec.dnssec.enabled
+    secure = spec.dnssec.enabled if secure is None else secure
     probe = secure and spec.find(ABSENT_PROBE.ref) is None
     owners = [handle_spec.owner for handle_spec in spec.handles]
     if probe:
@@ -162,7 +164,9 @@ def prove_served(
         except ResolveError as exc:  # the zone's DNSKEY query failed
             answers = [exc] * len(owners)
     results = [
-        _prove_handle(handle_spec, answer, spec, expected.get(handle_spec.handle.ref), now)
+        _prove_handle(
+            handle_spec, answer, spec, expected.get(handle_spec.handle.ref), now, secure=secure
+        )
         for handle_spec, answer in zip(spec.handles, answers, strict=False)
     ]
     denial = _prove_denial(answers[-1], spec, now) if probe else None
@@ -181,6 +185,8 @@ def _prove_handle(
     spec: ZoneSpec,
     want: Expectation | None,
     now: int,
+    *,
+    secure: bool,
 ) -> HandleProof:
     ref, owner = handle_spec.handle.ref, handle_spec.owner
     if isinstance(answer, ResolveError):
@@ -192,7 +198,7 @@ def _prove_handle(
         answer,
         substrate=spec.origin,
         now=now,
-        allow_insecure=not spec.dnssec.enabled,
+        allow_insecure=not secure,
         # A verifier pinned to the previous epoch: psig (if any) must verify with its key.
         pinned=want.previous if "; psig=" in want.text else None,
     )
