@@ -20,7 +20,7 @@ import click
 import dns.name
 import typer
 
-from alter_publish import keyops, pipeline
+from alter_publish import export, keyops, pipeline
 from alter_publish import push as publishing
 from alter_publish.dnssec import ds_records
 from alter_publish.envelope import Envelope, b64url, verify_record
@@ -786,6 +786,41 @@ def push(
     if not report.ok:
         failed = sum(len(p.failures) for p in report.proofs)
         _fail(EXIT_VERIFICATION, f"pushed, but the proof failed for {failed} handle(s)")
+
+
+@app.command("export")
+def export_command(
+    zone: ZoneArgument,
+    fmt: Annotated[
+        str,
+        typer.Option(
+            "--format", help="bind-include ($INCLUDE file), octodns (YAML), or well-known (JSON)."
+        ),
+    ],
+    out: OutOption = Path("build"),
+    output: Annotated[
+        Path | None,
+        typer.Option("--output", help="Write here ('-' for stdout) instead of the default path."),
+    ] = None,
+    zones_dir: ZonesDirOption = Path("zones"),
+    as_json: JsonOption = False,
+) -> None:
+    """Export the signed alter1 records for other publishers: BIND, octoDNS or HTTPS."""
+    try:
+        kind = export.ExportFormat(fmt.lower())
+    except ValueError as exc:
+        known = ", ".join(str(f) for f in export.ExportFormat)
+        raise UsageError(f"--format {fmt!r} is not one of {known}") from exc
+    spec = load_zone(keyops.zone_definition(zone, zones_dir))
+    if output == Path("-"):
+        typer.echo(export.render_export(export.load_export(spec, out), spec, kind), nl=False)
+        return
+    result = export.export_zone(spec, kind, out=out, output=output)
+    if as_json:
+        _emit_json(result.to_mapping())
+        return
+    said = "wrote" if result.written else "unchanged"
+    typer.echo(f"{spec.origin}: {result.records} alter1 record(s) as {kind}: {said} {result.path}")
 
 
 keys_app = typer.Typer(
