@@ -218,6 +218,13 @@ def verify(
         _warn(f"WARNING: {warning}")
     if as_json:
         _emit_json(report.to_mapping())
+    _print_verified(report, as_json)
+    if not report.ok:
+        failed = sum(len(p.failures) for p in report.proofs)
+        _fail(EXIT_VERIFICATION, f"verification failed for {failed} handle(s)")
+
+
+def _print_verified(report: pipeline.VerifyReport, as_json: bool) -> None:
     for proof in report.proofs:
         _print_proof_failures(proof)
         if not as_json:
@@ -227,9 +234,6 @@ def verify(
                 f"{proof.zone}: {passed}/{len(proof.results)} handles verified on {proof.server}"
                 f" ({'/'.join(statuses)})"
             )
-    if not report.ok:
-        failed = sum(len(p.failures) for p in report.proofs)
-        _fail(EXIT_VERIFICATION, f"verification failed for {failed} handle(s)")
 
 
 def _parse_hostport(text: str) -> tuple[str, int]:
@@ -774,15 +778,7 @@ def push(
     else:
         _print_plan(result)
         typer.echo(f"{spec.origin}: {sent} update message(s) applied; server now matches")
-    for proof in report.proofs:
-        _print_proof_failures(proof)
-        if not as_json:
-            passed = len(proof.results) - sum(1 for r in proof.results if not r.ok)
-            statuses = sorted({r.dnssec for r in proof.results}) or ["-"]
-            typer.echo(
-                f"{proof.zone}: {passed}/{len(proof.results)} handles verified on "
-                f"{proof.server} ({'/'.join(statuses)})"
-            )
+    _print_verified(report, as_json)
     if not report.ok:
         failed = sum(len(p.failures) for p in report.proofs)
         _fail(EXIT_VERIFICATION, f"pushed, but the proof failed for {failed} handle(s)")
