@@ -748,6 +748,12 @@ def push(
     tsig = publishing.read_tsig_key(tsig_key)
     address = _parse_hostport(server)
     anchors_file = trust_anchor
+    if not allow_insecure and not publishing.server_signs(spec, address):
+        raise UsageError(
+            f"{server} serves {spec.origin} unsigned, so every answer would be 'insecure'; "
+            "pass --allow-insecure to publish there anyway",
+            where=spec.origin,
+        )
     result = publishing.plan(spec, out=out, server=address, tsig=tsig)
     publishing.check_deletes(result, max_delete, force=force)
     sent = publishing.apply(result, address, tsig) if result.pending else 0

@@ -378,6 +378,23 @@ def plan(
 # --- push -----------------------------------------------------------------------------------
 
 
+def server_signs(
+    spec: ZoneSpec, server: tuple[str, int], *, timeout: float = DEFAULT_TIMEOUT_SECONDS
+) -> bool:
+    """Whether the server serves a DNSKEY rrset for the zone (it signs what it is sent).
+
+    Raises:
+        PublishError: the server does not answer.
+    """
+    origin = dns.name.from_text(spec.origin)
+    with StubResolver(server, 0, (), timeout) as stub:
+        try:
+            response, _ = stub.exchange(origin, dns.rdatatype.DNSKEY, where=spec.origin)
+        except ResolveError as exc:
+            raise PublishError(exc.what, where=f"{server[0]}:{server[1]}") from exc
+    return any(rrset.rdtype == dns.rdatatype.DNSKEY for rrset in response.answer)
+
+
 def check_deletes(plan: Plan, max_share: float, *, force: bool) -> None:
     """Refuse a plan that deletes more than ``max_share`` of our served records.
 

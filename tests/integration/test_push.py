@@ -217,3 +217,24 @@ def test_a_push_cut_short_is_finished_by_the_next_one(
     assert _push(ws, server, key_file, anchor).returncode == EXIT_OK
     assert _plan(ws, server, key_file)[0] == EXIT_OK
     _foreign_intact(server)
+
+
+def test_a_server_that_does_not_sign_needs_allow_insecure(tmp_path: Path) -> None:
+    ws = Workspace(tmp_path / "ws", int(time.time()))
+    ws.ok("sign", "--create-keys", "--now", str(ws.now))
+    key, key_file = make_tsig_key(tmp_path, "alter-push")
+    zone_file = tmp_path / "server.zone"
+    zone_file.write_text(SERVER_ZONE, encoding="utf-8")
+    with Named(tmp_path / "server", ZONE, zone_file, tsig=key, allow_update=True) as server:
+        spec = server.server_spec
+        refused = ws.run("push", ZONE, "--server", spec, "--tsig-key", str(key_file))
+        assert refused.returncode == EXIT_USAGE, refused.stdout + refused.stderr
+        assert "--allow-insecure" in refused.stderr
+        assert _plan(ws, server, key_file)[1]["counts"]["add"] == 5  # nothing was pushed
+        pushed = ws.run(
+            "push", ZONE, "--server", spec, "--tsig-key", str(key_file), "--allow-insecure"
+        )
+        assert pushed.returncode == EXIT_OK, pushed.stdout + pushed.stderr
+        assert "5/5 handles verified" in pushed.stdout
+        assert "(insecure)" in pushed.stdout
+        assert _plan(ws, server, key_file)[0] == EXIT_OK
