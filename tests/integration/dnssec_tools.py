@@ -61,6 +61,8 @@ __all__ = [
     "free_port",
     "ldns_verify_zone",
     "require_tool",
+    "run_tool",
+    "tool_output",
 ]
 
 #: The Debian package that ships each tool the harness knows.
@@ -191,7 +193,7 @@ def require_tool(name: str) -> str:
     return str(Path(path).resolve())
 
 
-def _run(argv: Sequence[str]) -> subprocess.CompletedProcess[str]:
+def run_tool(argv: Sequence[str]) -> subprocess.CompletedProcess[str]:
     try:
         return subprocess.run(
             list(argv),
@@ -205,7 +207,7 @@ def _run(argv: Sequence[str]) -> subprocess.CompletedProcess[str]:
         raise ToolError(f"{argv[0]}: no result within {TOOL_TIMEOUT_SECONDS} s") from exc
 
 
-def _output(argv: Sequence[str], completed: subprocess.CompletedProcess[str]) -> str:
+def tool_output(argv: Sequence[str], completed: subprocess.CompletedProcess[str]) -> str:
     return (
         f"$ {' '.join(argv)}\n"
         f"exit status {completed.returncode}\n"
@@ -246,8 +248,8 @@ def ldns_verify_zone(
     if at is not None:
         argv += ["-t", _rrsig_time(at)]
     argv.append(str(zone_file))
-    completed = _run(argv)
-    return ToolResult(completed.returncode == 0, _output(argv, completed))
+    completed = run_tool(argv)
+    return ToolResult(completed.returncode == 0, tool_output(argv, completed))
 
 
 def dnssec_verify(zone_file: Path, origin: str, *, at: int | None = None) -> ToolResult:
@@ -279,8 +281,8 @@ def dnssec_verify(zone_file: Path, origin: str, *, at: int | None = None) -> Too
             f"at={at} is {int(time.time()) - at} s away: sign with the real time"
         )
     argv = [require_tool("dnssec-verify"), "-o", origin, str(zone_file)]
-    completed = _run(argv)
-    return ToolResult(completed.returncode == 0, _output(argv, completed))
+    completed = run_tool(argv)
+    return ToolResult(completed.returncode == 0, tool_output(argv, completed))
 
 
 def _ds(text: str) -> dns.rdtypes.ANY.DS.DS:
@@ -355,8 +357,8 @@ def delv(
             "-q",
             name,
         ]
-        completed = _run(argv)
-    output = _output(argv, completed)
+        completed = run_tool(argv)
+    output = tool_output(argv, completed)
     return DelvResult(_delv_status(completed.stdout, completed.stderr, output), output)
 
 

@@ -75,11 +75,12 @@ import pytest
 
 from tests.integration.dnssec_tools import (
     SBIN_PATH,
-    TOOL_TIMEOUT_SECONDS,
     ToolError,
     ToolResult,
     free_port,
     require_tool,
+    run_tool,
+    tool_output,
 )
 
 __all__ = [
@@ -150,6 +151,14 @@ _KEY_SECRET: Final = re.compile(r"\bsecret\s+\"(?P<value>[A-Za-z0-9+/=]+)\"\s*;"
 _UNSAFE_IN_QUOTES: Final = frozenset('"\\\n{};#')
 
 
+def _quoted(text: str, what: str) -> str:
+    """``text`` unchanged, once it is known to be safe inside a quoted config value."""
+    bad = sorted(set(text) & _UNSAFE_IN_QUOTES)
+    if bad:
+        raise ValueError(f"{what} {text!r} holds {''.join(bad)!r}, unsafe in a quoted config value")
+    return text
+
+
 def require_daemon(name: str) -> str:
     """Return the absolute path of a server daemon or helper, or skip the test.
 
@@ -170,35 +179,6 @@ def require_daemon(name: str) -> str:
     if path is None:
         pytest.skip(f"{name} not installed (Debian package: {SERVER_PACKAGES[name]})")
     return str(Path(path).resolve())
-
-
-def _quoted(text: str, what: str) -> str:
-    bad = sorted(set(text) & _UNSAFE_IN_QUOTES)
-    if bad:
-        raise ValueError(f"{what} {text!r} holds {''.join(bad)!r}, unsafe in a quoted config value")
-    return text
-
-
-def _run(argv: Sequence[str]) -> subprocess.CompletedProcess[str]:
-    try:
-        return subprocess.run(
-            list(argv),
-            capture_output=True,
-            text=True,
-            check=False,
-            timeout=TOOL_TIMEOUT_SECONDS,
-            stdin=subprocess.DEVNULL,
-        )
-    except subprocess.TimeoutExpired as exc:
-        raise ToolError(f"{argv[0]}: no result within {TOOL_TIMEOUT_SECONDS} s") from exc
-
-
-def _output(argv: Sequence[str], completed: subprocess.CompletedProcess[str]) -> str:
-    return (
-        f"$ {' '.join(argv)}\n"
-        f"exit status {completed.returncode}\n"
-        f"{completed.stdout}{completed.stderr}"
-    )
 
 
 # --------------------------------------------------------------------------
@@ -328,9 +308,9 @@ def make_tsig_key(workdir: Path, name: str) -> tuple[TsigKey, Path]:
         ToolError: tsig-keygen failed or wrote something that does not parse.
     """
     argv = [require_daemon("tsig-keygen"), "-a", TSIG_ALGORITHM, name]
-    completed = _run(argv)
+    completed = run_tool(argv)
     if completed.returncode != 0:
-        raise ToolError(_output(argv, completed))
+        raise ToolError(tool_output(argv, completed))
     try:
         key = TsigKey.parse(completed.stdout)
     except ValueError as exc:
@@ -557,8 +537,8 @@ class AuthoritativeServer:
         port = self._port if self._port is not None else free_port()
         self.config_file.write_text(self.config(port), encoding="utf-8")
         argv = self.checker_argv()
-        completed = _run(argv)
-        return ToolResult(completed.returncode == 0, _output(argv, completed))
+        completed = run_tool(argv)
+        return ToolResult(completed.returncode == 0, tool_output(argv, completed))
 
     def start(self) -> None:
         """Write the configuration, start the daemon and wait until it serves the zone.
