@@ -96,10 +96,17 @@ def read_tsig_key(path: Path) -> TsigKey:
         text = path.read_text(encoding="utf-8")
     except (OSError, UnicodeDecodeError) as exc:
         raise UsageError(f"cannot read TSIG key file: {exc}", where=str(path)) from exc
-    match = _KEY_FILE.search(text)
-    if match is None:
+    clauses = list(_KEY_FILE.finditer(text))
+    if not clauses:
         raise UsageError('not a BIND key file (key "name" { ... };)', where=str(path))
-    fields = {m.group("field").lower(): m.group("value") for m in _KEY_FIELD.finditer(text)}
+    if len(clauses) > 1:
+        raise UsageError(
+            f"holds {len(clauses)} keys; give a file with only the key for this zone",
+            where=str(path),
+        )
+    match = clauses[0]
+    body = match.group("body")
+    fields = {m.group("field").lower(): m.group("value") for m in _KEY_FIELD.finditer(body)}
     if "algorithm" not in fields or "secret" not in fields:
         raise UsageError("the key needs an algorithm and a secret", where=str(path))
     algorithm = fields["algorithm"].lower()
@@ -184,7 +191,10 @@ def _owned_at(owner: str, rrsets: Iterable[Any]) -> Records | None:
 
 
 def _is_alter_owner(name: dns.name.Name, origin: dns.name.Name) -> bool:
-    return name.is_subdomain(origin) and bool(name.labels) and name.labels[0] == _ALTER_LABEL
+    """``name`` is an ``_alter`` owner in the zone (DNS names compare without case)."""
+    return (
+        name.is_subdomain(origin) and bool(name.labels) and name.labels[0].lower() == _ALTER_LABEL
+    )
 
 
 def served_records(
@@ -248,7 +258,8 @@ def _by_transfer(
     for message in messages:
         for rrset in message.answer:
             if _is_alter_owner(rrset.name, origin):
-                by_owner.setdefault(rrset.name.to_text(), []).append(rrset)
+                owner = rrset.name.canonicalize().to_text()  # as we spell it: lower case
+                by_owner.setdefault(owner, []).append(rrset)
     found: dict[str, Records] = {}
     for owner, rrsets in by_owner.items():
         records = _owned_at(owner, rrsets)
