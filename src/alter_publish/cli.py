@@ -667,6 +667,10 @@ TsigKeyOption = Annotated[
 ZoneArgument = Annotated[
     str, typer.Argument(help="The zone: a definition file, or a zone name in zones/.")
 ]
+PublishTimeoutOption = Annotated[
+    float,
+    typer.Option("--timeout", help="Seconds to wait for each answer from the server.", min=0.1),
+]
 
 
 def _print_plan(result: publishing.Plan) -> None:
@@ -694,12 +698,14 @@ def plan(
     tsig_key: TsigKeyOption = None,
     out: OutOption = Path("build"),
     zones_dir: ZonesDirOption = Path("zones"),
+    timeout: PublishTimeoutOption = publishing.DEFAULT_TIMEOUT_SECONDS,
     as_json: JsonOption = False,
 ) -> None:
     """List the adds, updates and deletes of alter1 records a push would make (exit 7 if any)."""
     spec = load_zone(keyops.zone_definition(zone, zones_dir))
     tsig = publishing.read_tsig_key(tsig_key) if tsig_key else None
-    result = publishing.plan(spec, out=out, server=_parse_hostport(server), tsig=tsig)
+    address = _parse_hostport(server)
+    result = publishing.plan(spec, out=out, server=address, tsig=tsig, timeout=timeout)
     if as_json:
         _emit_json(result.to_mapping())
     else:
@@ -738,6 +744,7 @@ def push(
     ] = publishing.DEFAULT_MAX_DELETE_SHARE,
     now: NowOption = None,
     zones_dir: ZonesDirOption = Path("zones"),
+    timeout: PublishTimeoutOption = publishing.DEFAULT_TIMEOUT_SECONDS,
     as_json: JsonOption = False,
 ) -> None:
     """Apply the plan by RFC 2136 dynamic update with TSIG, then prove the server's answers."""
@@ -748,16 +755,16 @@ def push(
     tsig = publishing.read_tsig_key(tsig_key)
     address = _parse_hostport(server)
     anchors_file = trust_anchor
-    if not allow_insecure and not publishing.server_signs(spec, address):
+    if not allow_insecure and not publishing.server_signs(spec, address, timeout=timeout):
         raise UsageError(
             f"{server} serves {spec.origin} unsigned, so every answer would be 'insecure'; "
             "pass --allow-insecure to publish there anyway",
             where=spec.origin,
         )
-    result = publishing.plan(spec, out=out, server=address, tsig=tsig)
+    result = publishing.plan(spec, out=out, server=address, tsig=tsig, timeout=timeout)
     publishing.check_deletes(result, max_delete, force=force)
-    sent = publishing.apply(result, address, tsig) if result.pending else 0
-    after = publishing.plan(spec, out=out, server=address, tsig=tsig)
+    sent = publishing.apply(result, address, tsig, timeout=timeout) if result.pending else 0
+    after = publishing.plan(spec, out=out, server=address, tsig=tsig, timeout=timeout)
     if after.pending:
         raise publishing.PublishError(
             f"{len(after.changes)} owner name(s) still differ after the push "
