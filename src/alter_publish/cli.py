@@ -204,15 +204,27 @@ def verify(
             "(what it serves must be what sign wrote).",
         ),
     ] = None,
+    allow_insecure: Annotated[
+        bool,
+        typer.Option(
+            "--allow-insecure",
+            help="With --server: accept answers that are not DNSSEC-validated.",
+        ),
+    ] = False,
     as_json: JsonOption = False,
 ) -> None:
     """Prove already-rendered output: serve it on loopback (or ask --server) and verify it."""
+    if allow_insecure and not server:
+        raise UsageError("--allow-insecure is for --server (the loopback proof validates)")
+    if allow_insecure:
+        _warn("--allow-insecure: accepting answers without DNSSEC validation")
     report = pipeline.verify(
         pipeline.find_zone_files(zones or []),
         out=out,
         now=_now(now),
         trust_anchors=trust_anchor,
         server=_parse_hostport(server) if server else None,
+        allow_insecure=allow_insecure,
     )
     for warning in report.warnings:
         _warn(f"WARNING: {warning}")
@@ -755,6 +767,11 @@ def push(
     tsig = publishing.read_tsig_key(tsig_key)
     address = _parse_hostport(server)
     anchors_file = trust_anchor
+    if allow_insecure == (trust_anchor is not None):
+        raise UsageError(
+            "push needs --trust-anchor FILE (the DS of the zone as the server signs it) "
+            "or, for a zone nobody signs, --allow-insecure; not both"
+        )
     if not allow_insecure and not publishing.server_signs(spec, address, timeout=timeout):
         raise UsageError(
             f"{server} serves {spec.origin} unsigned, so every answer would be 'insecure'; "

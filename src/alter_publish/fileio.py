@@ -13,12 +13,22 @@ PRIVATE_MODE = 0o600
 PUBLIC_MODE = 0o644
 
 
-def would_write(path: Path, data: bytes, *, mode: int = PUBLIC_MODE) -> bool:
-    """True when :func:`atomic_write_bytes` would (re)write ``path`` with ``data``."""
+def would_write(path: Path, data: bytes, *, mode: int | None = PUBLIC_MODE) -> bool:
+    """True when :func:`atomic_write_bytes` would (re)write ``path`` with ``data``.
+
+    ``mode=None`` compares the bytes only (what git and a ``--check`` care about).
+    """
     try:
-        return not (path.read_bytes() == data and (path.stat().st_mode & 0o777) == mode)
+        if path.read_bytes() != data:
+            return True
+        return mode is not None and (path.stat().st_mode & 0o777) != mode
     except OSError:
         return True
+
+
+def content_differs(path: Path, data: bytes) -> bool:
+    """True when ``path`` is missing or holds other bytes than ``data`` (mode ignored)."""
+    return would_write(path, data, mode=None)
 
 
 def atomic_write_bytes(

@@ -29,7 +29,7 @@ from alter_publish.envelope import (
     sign_envelope,
 )
 from alter_publish.errors import AlterError, KeyStoreError, RenderError, UsageError
-from alter_publish.fileio import atomic_write_bytes, would_write
+from alter_publish.fileio import atomic_write_bytes, content_differs
 from alter_publish.handles import Handle, normalize_domain, parse_handle
 from alter_publish.identitylog import IdentityLog, LogEntry, append_entries, log_path_for, read_log
 from alter_publish.keys import Continuity, HandleKey, KeyStore, ZoneKey, ZoneKeyEntry
@@ -778,7 +778,7 @@ def _commit(
 
     With ``dry_run`` nothing is written: the result lists what would be.
     """
-    write = would_write if dry_run else atomic_write_bytes
+    write = content_differs if dry_run else atomic_write_bytes
     written: list[str] = []
     if plan.new_entries:
         if not dry_run:

@@ -35,8 +35,10 @@ import dns.tsig
 import dns.update
 import dns.xfr
 
-from alter_publish.envelope import split_txt
-from alter_publish.errors import EXIT_NETWORK, AlterError, ResolveError, UsageError
+from alter_publish.envelope import Envelope, Revocation, parse_record, split_txt
+from alter_publish.errors import EXIT_NETWORK, AlterError, RenderError, ResolveError, UsageError
+from alter_publish.identitylog import log_path_for, read_log
+from alter_publish.lifecycle import LogIndex
 from alter_publish.model import ZoneSpec
 from alter_publish.pipeline import output_paths, read_expected
 from alter_publish.resolver import StubResolver
@@ -161,15 +163,24 @@ def desired_records(spec: ZoneSpec, out: Path) -> dict[str, Records]:
     """What ``sign`` proved and wrote for the zone, per owner name.
 
     Raises:
-        RenderError: the envelopes document is missing or broken (run sign).
+        RenderError: the envelopes document is missing, broken or older than the log
+            (run sign).
     """
     _, envelopes_file = output_paths(out, spec.origin)
     expected = read_expected(envelopes_file)
+    index = LogIndex(read_log(log_path_for(spec.path)))
     found: dict[str, Records] = {}
     for handle_spec in spec.handles:
         if handle_spec.handle.ref not in expected:
             continue
         envelope, revocations = expected[handle_spec.handle.ref]
+        logged = index.latest(handle_spec.owner, handle_spec.handle)
+        if logged is not None and logged.to_text() != envelope.to_text():
+            raise RenderError(
+                f"{handle_spec.handle.ref}: the envelope here is not the one the log last "
+                "published; this output is stale: run 'alter-publish sign' first",
+                where=str(envelopes_file),
+            )
         texts = (envelope.to_text(), *revocations)
         found[handle_spec.owner] = Records(handle_spec.owner, handle_spec.ttl, texts)
     return found
@@ -268,6 +279,18 @@ def _by_transfer(
     return found
 
 
+def _parse(text: str) -> Envelope | Revocation | None:
+    try:
+        return parse_record(text)
+    except AlterError:
+        return None
+
+
+def _newest_epoch(texts: Iterable[str]) -> int | None:
+    epochs = [r.epoch for text in texts if isinstance(r := _parse(text), Envelope)]
+    return max(epochs, default=None)
+
+
 # --- plan ---------------------------------------------------------------------------------
 
 
@@ -282,11 +305,39 @@ class Change:
 
     @property
     def deletes(self) -> int:
-        """How many of our served records this change removes or replaces."""
+        """How many of our served records this change deletes outright: every record of
+        an owner we no longer publish, and revocations we would stop serving. A record
+        replaced by its renewal or successor (or re-added with a new TTL) is no deletion.
+        """
         if self.before is None:
             return 0
-        keep = set(self.after.texts) if self.after and self.after.ttl == self.before.ttl else set()
-        return sum(1 for text in self.before.texts if text not in keep)
+        if self.after is None:
+            return len(self.before.texts)
+        return len(self.dropped_revocations())
+
+    def dropped_revocations(self) -> tuple[Revocation, ...]:
+        """Served revocations the change would stop serving."""
+        if self.before is None:
+            return ()
+        keep = set(self.after.texts) if self.after else set()
+        return tuple(
+            record
+            for text in self.before.texts
+            if text not in keep and isinstance(record := _parse(text), Revocation)
+        )
+
+    def rollback(self) -> str | None:
+        """Why this change would move a handle backwards, if it would."""
+        if self.before is None or self.after is None:
+            return None
+        dropped = self.dropped_revocations()
+        if dropped:
+            return f"{self.owner}: would stop serving the revocation of epoch {dropped[0].epoch}"
+        served = _newest_epoch(self.before.texts)
+        wanted = _newest_epoch(self.after.texts)
+        if served is not None and wanted is not None and wanted < served:
+            return f"{self.owner}: would replace served epoch {served} with epoch {wanted}"
+        return None
 
     def to_mapping(self) -> dict[str, Any]:
         """JSON form."""
@@ -407,12 +458,24 @@ def server_signs(
 
 
 def check_deletes(plan: Plan, max_share: float, *, force: bool) -> None:
-    """Refuse a plan that deletes more than ``max_share`` of our served records.
+    """Refuse a plan that moves a handle backwards (an older epoch, a revocation
+    withdrawn: an old ``build/`` pushed again), or deletes more than ``max_share`` of
+    our served records.
 
     Raises:
         UsageError: it does, and ``force`` is not given.
     """
-    if force or plan.deletes == 0:
+    if force:
+        return
+    backwards = [reason for change in plan.changes if (reason := change.rollback())]
+    if backwards:
+        more = f" (+{len(backwards) - 1} more)" if len(backwards) > 1 else ""
+        raise UsageError(
+            f"{backwards[0]}{more}; is build/ older than what was pushed? Run sign, or "
+            "push with --force to roll back on purpose",
+            where=plan.zone,
+        )
+    if plan.deletes == 0:
         return
     share = plan.deletes / max(plan.served, 1)
     if share > max_share:

@@ -11,6 +11,7 @@ then the TXT answer or its NSEC/NSEC3 denial against those keys.
 from __future__ import annotations
 
 import re
+import secrets
 import select
 import socket
 import time
@@ -211,7 +212,8 @@ class StubResolver:
                     break
                 index, name = item
                 query = _make_query(name, rdtype)
-                query.id = index % 65536  # unique among the in-flight queries
+                while query.id in pending:  # random (dnspython), and unique in flight
+                    query.id = secrets.randbelow(65536)
                 flight = _InFlight(index, query, query.to_wire())
                 pending[query.id] = flight
                 self._send(sock, flight, results)

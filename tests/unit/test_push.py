@@ -34,11 +34,14 @@ import dns.tsig
 import dns.update
 import dns.zone
 import pytest
+from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PrivateKey
 
 from alter_publish import pipeline
 from alter_publish import push as publishing
-from alter_publish.envelope import split_txt
-from alter_publish.errors import EXIT_NETWORK, EXIT_USAGE, UsageError
+from alter_publish.envelope import Revocation, sign_envelope, split_txt
+from alter_publish.errors import EXIT_NETWORK, EXIT_USAGE, RenderError, UsageError
+from alter_publish.handles import parse_handle
+from alter_publish.lifecycle import rotate
 from alter_publish.model import ZoneSpec, load_zone
 from alter_publish.render import parse_zone_text
 from alter_publish.server import ZoneServer
@@ -337,7 +340,7 @@ def test_other_texts_are_an_update(spec: ZoneSpec) -> None:
     assert [(c.owner, c.action, c.before, c.after) for c in result.changes] == [
         (BLAKE_OWNER, "update", have, want)
     ]
-    assert result.deletes == 1
+    assert result.deletes == 0  # a replaced envelope is no deletion
 
 
 def test_a_ttl_only_change_is_an_update_replacing_every_record(spec: ZoneSpec) -> None:
@@ -348,7 +351,7 @@ def test_a_ttl_only_change_is_an_update_replacing_every_record(spec: ZoneSpec) -
     result = _plan(spec, _by_owner(want), _by_owner(have))
 
     assert [(c.action, c.after) for c in result.changes] == [("update", want)]
-    assert result.deletes == 2
+    assert result.deletes == 0  # re-added with the new TTL, nothing removed
 
 
 def test_the_same_texts_in_another_order_are_no_change(spec: ZoneSpec) -> None:
@@ -383,9 +386,9 @@ def test_change_deletes_counts_replaced_and_removed_records() -> None:
         return publishing.Change(BLAKE_OWNER, action, before, after).deletes
 
     assert deletes("add", None, two) == 0
-    assert deletes("update", two, _records(BLAKE_OWNER, a, c)) == 1
+    assert deletes("update", two, _records(BLAKE_OWNER, a, c)) == 0  # replaced, not deleted
     assert deletes("update", _records(BLAKE_OWNER, a), two) == 0
-    assert deletes("update", two, _records(BLAKE_OWNER, a, b, ttl=2 * HOUR_SECONDS)) == 2
+    assert deletes("update", two, _records(BLAKE_OWNER, a, b, ttl=2 * HOUR_SECONDS)) == 0
     assert deletes("delete", two, None) == 2
 
 
@@ -408,13 +411,13 @@ def test_plan_deletes_sums_its_changes(spec: ZoneSpec) -> None:
 
     assert [(ch.owner, ch.action, ch.deletes) for ch in result.changes] == [
         (APEX_OWNER, "add", 0),
-        (BLAKE_OWNER, "update", 1),
-        (BOT_OWNER, "update", 1),
+        (BLAKE_OWNER, "update", 0),
+        (BOT_OWNER, "update", 0),
         (DREW_OWNER, "delete", 2),
     ]
-    assert (result.deletes, result.served) == (4, 6)
+    assert (result.deletes, result.served) == (2, 6)
     doc = result.to_mapping()
-    assert (doc["deletes"], doc["served_records"], doc["pending"]) == (4, 6, True)
+    assert (doc["deletes"], doc["served_records"], doc["pending"]) == (2, 6, True)
     assert doc["counts"] == {"add": 1, "update": 2, "delete": 1}
     assert doc["changes"][0] == {
         "owner": APEX_OWNER,
@@ -594,7 +597,7 @@ def test_plan_sees_a_missing_owner_and_a_changed_text(signed: Signed) -> None:
     assert update.before is not None
     assert update.after is not None
     assert (update.before.texts, update.after.texts) == ((planted,), (old,))
-    assert (result.served, result.deletes) == (4, 1)
+    assert (result.served, result.deletes) == (4, 0)
 
 
 def test_a_server_not_authoritative_for_the_zone_is_a_publish_error(signed: Signed) -> None:
@@ -811,3 +814,64 @@ def test_apply_of_an_empty_plan_sends_nothing(spec: ZoneSpec) -> None:
 
         with pytest.raises(BlockingIOError):
             trap.accept()
+
+
+# --- moving a handle backwards -------------------------------------------------------------
+
+
+def _envelope_text(epoch: int, key: Ed25519PrivateKey) -> str:
+    return sign_envelope(
+        handle=parse_handle("~blake"),
+        owner=BLAKE_OWNER,
+        epoch=epoch,
+        private_key=key,
+        signed_at=1_767_225_600,
+        expires_at=None,
+        log_size=0,
+        log_root=b"\0" * 32,
+        revocation_secret=bytes([epoch]) * 32,
+    ).to_text()
+
+
+def test_a_plan_that_rolls_a_handle_back_is_refused_unless_forced(spec: ZoneSpec) -> None:
+    one, two = (
+        _envelope_text(1, Ed25519PrivateKey.generate()),
+        _envelope_text(2, Ed25519PrivateKey.generate()),
+    )
+    revocation = Revocation(parse_handle("~blake"), 1, bytes([1]) * 32).to_text()
+    served = _by_owner(_records(BLAKE_OWNER, two, revocation))
+    older = _plan(spec, _by_owner(_records(BLAKE_OWNER, one)), served)
+    with pytest.raises(UsageError, match="revocation of epoch 1"):
+        publishing.check_deletes(older, 1.0, force=False)
+    publishing.check_deletes(older, 1.0, force=True)
+    unrevoked = _plan(spec, _by_owner(_records(BLAKE_OWNER, two)), served)
+    with pytest.raises(UsageError, match="would stop serving the revocation"):
+        publishing.check_deletes(unrevoked, 1.0, force=False)
+    backwards = _plan(
+        spec, _by_owner(_records(BLAKE_OWNER, one)), _by_owner(_records(BLAKE_OWNER, two))
+    )
+    with pytest.raises(UsageError, match="served epoch 2 with epoch 1"):
+        publishing.check_deletes(backwards, 1.0, force=False)
+    renewal = _plan(
+        spec,
+        _by_owner(_records(BLAKE_OWNER, _envelope_text(2, Ed25519PrivateKey.generate()))),
+        _by_owner(_records(BLAKE_OWNER, two)),
+    )
+    publishing.check_deletes(renewal, 0.0, force=False)  # a renewal deletes nothing
+
+
+def test_an_output_older_than_the_log_is_refused(workspace: Workspace) -> None:
+    """Pushing an old build/ again would un-publish a rotation: the log says so first."""
+    assert pipeline.sign(
+        [workspace.zone_file], out=workspace.out, keys=workspace.keys, now=NOW, create_keys=True
+    ).committed
+    old = workspace.envelopes.read_bytes()
+    spec = load_zone(workspace.zone_file)
+    rotate(spec, "~blake", keys=workspace.keys, now=NOW + 60)
+    assert pipeline.sign(
+        [workspace.zone_file], out=workspace.out, keys=workspace.keys, now=NOW + 60
+    ).committed
+    assert publishing.desired_records(spec, workspace.out)  # current: fine
+    workspace.envelopes.write_bytes(old)
+    with pytest.raises(RenderError, match="stale"):
+        publishing.desired_records(spec, workspace.out)
