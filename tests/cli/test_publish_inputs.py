@@ -358,7 +358,7 @@ NETWORK_CASES = [
     ),
     Case(
         "push-nothing-listens",
-        _with_file(KEY_FILE, WITH_KEY, _args(*PUSH)),
+        _with_file(KEY_FILE, WITH_KEY, _args(*PUSH, "--trust-anchor", "build/example.com.ds")),
         EXIT_NETWORK,
         ("{server}", "no answer from {server}"),
         absent=(TSIG_SECRET_B64,),
