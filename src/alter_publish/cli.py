@@ -41,6 +41,7 @@ from alter_publish.lifecycle import RotationMode
 from alter_publish.model import format_span, format_utc, load_zone
 from alter_publish.pins import PinStore
 from alter_publish.proof import ProofReport
+from alter_publish.render import txt_text
 from alter_publish.resolver import resolve as resolve_handle
 from alter_publish.rollover import NextStep, StepResult
 from alter_publish.server import ZoneServer
@@ -393,7 +394,7 @@ def _join_txt(text: str) -> str:
         rdata = dns.rdata.from_text(dns.rdataclass.IN, dns.rdatatype.TXT, stripped)
     except Exception as exc:
         raise UsageError(f"not TXT rdata: {exc}") from exc
-    return b"".join(rdata.strings).decode("latin-1")  # type: ignore[attr-defined]  # TXT rdata
+    return txt_text(rdata.strings)  # type: ignore[attr-defined]  # TXT rdata
 
 
 def _infer_substrate(record: str, owner: str) -> str | None:

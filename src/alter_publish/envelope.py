@@ -344,6 +344,14 @@ def parse_record(text: str) -> Record:
     return None
 
 
+def parse_record_or_none(text: str) -> Record:
+    """:func:`parse_record`, but None for a malformed or unsupported text too."""
+    try:
+        return parse_record(text)
+    except VerificationError:
+        return None
+
+
 def parse_envelope(text: str) -> Envelope:
     """Parse record text that must be an envelope.
 

@@ -39,7 +39,8 @@ from alter_publish.envelope import (
 from alter_publish.errors import RenderError, VerificationError
 from alter_publish.fileio import atomic_write_bytes
 from alter_publish.model import HandleSpec, ZoneSpec
-from alter_publish.render import ENVELOPES_FORMAT, txt_rdata_text
+from alter_publish.pipeline import output_paths
+from alter_publish.render import ENVELOPES_FORMAT, txt_rdata_text, txt_text
 
 WELL_KNOWN_FORMAT = "alter-publish/well-known/1"
 WELL_KNOWN_PATH = ".well-known/alter-envelope.json"
@@ -123,11 +124,6 @@ class ExportResult:
 # --- paths -------------------------------------------------------------------
 
 
-def envelopes_path(out: Path, zone: str) -> Path:
-    """``<out>/<zone>.envelopes.json``, the document ``sign`` writes (see render.py)."""
-    return out / f"{zone}.envelopes.json"
-
-
 def default_export_path(out: Path, zone: str, fmt: ExportFormat) -> Path:
     """Where an export goes unless told otherwise.
 
@@ -153,7 +149,7 @@ def load_export(spec: ZoneSpec, out: Path) -> ZoneExport:
             another zone, or does not match the definition handle for handle (every
             problem is in ``reasons``).
     """
-    path = envelopes_path(out, spec.origin)
+    _, path = output_paths(out, spec.origin)
     try:
         text = path.read_text(encoding="utf-8")
     except FileNotFoundError as exc:
@@ -332,7 +328,7 @@ def _check_bind_include(text: str, export: ZoneExport) -> None:
             rrset.ttl,
             int(rrset.rdclass),
             int(rrset.rdtype),
-            sorted(b"".join(rdata.strings).decode("ascii") for rdata in rrset),
+            sorted(txt_text(rdata.strings) for rdata in rrset),
         )
         for rrset in rrsets
     }

@@ -27,6 +27,7 @@ from alter_publish.envelope import (
     b64url,
     key_id,
     parse_record,
+    parse_record_or_none,
     revocation_commitment,
 )
 from alter_publish.errors import AlterError, DefinitionError, KeyStoreError, UsageError
@@ -72,7 +73,7 @@ class LogIndex:
     def latest(self, owner: str, handle: Handle, epoch: int | None = None) -> Envelope | None:
         """The last logged envelope of ``handle`` (of ``epoch``, if given)."""
         for text in self._records(owner):
-            record = _parse(text)
+            record = parse_record_or_none(text)
             if (
                 isinstance(record, Envelope)
                 and record.handle == handle
@@ -83,13 +84,13 @@ class LogIndex:
 
     def envelopes(self, owner: str, handle: Handle) -> tuple[Envelope, ...]:
         """Every logged envelope of ``handle``, oldest first."""
-        found = (_parse(text) for text in self._records(owner, newest_first=False))
+        found = (parse_record_or_none(text) for text in self._records(owner, newest_first=False))
         return tuple(r for r in found if isinstance(r, Envelope) and r.handle == handle)
 
     def revocations(self, owner: str, handle: Handle) -> tuple[Revocation, ...]:
         """Every logged revocation of ``handle``, oldest first."""
         found = (
-            _parse(text)
+            parse_record_or_none(text)
             for text in self._records(owner, newest_first=False)
             if _REVOCATION_MARK in text
         )
@@ -98,13 +99,6 @@ class LogIndex:
     def published_epoch(self, owner: str, handle: Handle) -> int:
         """The highest epoch the zone ever published for ``handle`` (0 for none)."""
         return max((envelope.epoch for envelope in self.envelopes(owner, handle)), default=0)
-
-
-def _parse(text: str) -> Envelope | Revocation | None:
-    try:
-        return parse_record(text)
-    except AlterError:
-        return None
 
 
 # --- the revocations file --------------------------------------------------------------

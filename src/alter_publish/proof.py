@@ -34,8 +34,8 @@ class Expectation:
     Attributes:
         text: the envelope record text that was signed.
         revocations: revocation record texts that must be served beside it.
-        previous: ``(epoch, public key)`` of the epoch before, from the key history;
-            when the envelope carries ``psig`` it must verify with this key.
+        previous: ``(epoch, public key)`` of the epoch before, from the key history,
+            set when the envelope carries ``psig``: the psig must verify with this key.
     """
 
     text: str
@@ -199,8 +199,8 @@ def _prove_handle(
         substrate=spec.origin,
         now=now,
         allow_insecure=not secure,
-        # A verifier pinned to the previous epoch: psig (if any) must verify with its key.
-        pinned=want.previous if "; psig=" in want.text else None,
+        # A verifier pinned to the previous epoch: the psig must verify with its key.
+        pinned=want.previous,
     )
     status = str(resolution.dnssec)
     if not resolution.ok or resolution.envelope is None:

@@ -35,12 +35,14 @@ import dns.tsig
 import dns.update
 import dns.xfr
 
-from alter_publish.envelope import Envelope, Revocation, parse_record, split_txt
+from alter_publish.envelope import Envelope, Revocation, parse_record_or_none, split_txt
 from alter_publish.errors import EXIT_NETWORK, AlterError, RenderError, ResolveError, UsageError
+from alter_publish.export import load_export
 from alter_publish.identitylog import log_path_for, read_log
 from alter_publish.lifecycle import LogIndex
 from alter_publish.model import ZoneSpec
-from alter_publish.pipeline import output_paths, read_expected
+from alter_publish.pipeline import output_paths
+from alter_publish.render import txt_text
 from alter_publish.resolver import StubResolver
 
 #: The default largest share of our served records a push may delete without --force.
@@ -138,7 +140,7 @@ def owns(text: str) -> bool:
 
 def _text(rdata: dns.rdata.Rdata) -> str:
     strings: Iterable[bytes] = getattr(rdata, "strings", ())
-    return b"".join(strings).decode("ascii", errors="replace")
+    return txt_text(strings)
 
 
 def _rdata(text: str) -> dns.rdata.Rdata:
@@ -160,29 +162,25 @@ class Records:
 
 
 def desired_records(spec: ZoneSpec, out: Path) -> dict[str, Records]:
-    """What ``sign`` proved and wrote for the zone, per owner name.
+    """What ``sign`` proved and wrote for the zone, per owner name (read as ``export``
+    reads it).
 
     Raises:
-        RenderError: the envelopes document is missing, broken or older than the log
-            (run sign).
+        RenderError: the envelopes document is missing, broken, does not match the
+            definition, or is older than the log (run sign).
     """
-    _, envelopes_file = output_paths(out, spec.origin)
-    expected = read_expected(envelopes_file)
+    export = load_export(spec, out)
     index = LogIndex(read_log(log_path_for(spec.path)))
     found: dict[str, Records] = {}
-    for handle_spec in spec.handles:
-        if handle_spec.handle.ref not in expected:
-            continue
-        envelope, revocations = expected[handle_spec.handle.ref]
+    for handle_spec, record in zip(spec.handles, export.records, strict=True):
         logged = index.latest(handle_spec.owner, handle_spec.handle)
-        if logged is not None and logged.to_text() != envelope.to_text():
+        if logged is not None and logged.to_text() != record.envelope:
             raise RenderError(
-                f"{handle_spec.handle.ref}: the envelope here is not the one the log last "
+                f"{record.handle}: the envelope here is not the one the log last "
                 "published; this output is stale: run 'alter-publish sign' first",
-                where=str(envelopes_file),
+                where=str(output_paths(out, spec.origin)[1]),
             )
-        texts = (envelope.to_text(), *revocations)
-        found[handle_spec.owner] = Records(handle_spec.owner, handle_spec.ttl, texts)
+        found[record.owner] = Records(record.owner, record.ttl, record.texts)
     return found
 
 
@@ -279,15 +277,8 @@ def _by_transfer(
     return found
 
 
-def _parse(text: str) -> Envelope | Revocation | None:
-    try:
-        return parse_record(text)
-    except AlterError:
-        return None
-
-
 def _newest_epoch(texts: Iterable[str]) -> int | None:
-    epochs = [r.epoch for text in texts if isinstance(r := _parse(text), Envelope)]
+    epochs = [r.epoch for text in texts if isinstance(r := parse_record_or_none(text), Envelope)]
     return max(epochs, default=None)
 
 
@@ -323,7 +314,7 @@ class Change:
         return tuple(
             record
             for text in self.before.texts
-            if text not in keep and isinstance(record := _parse(text), Revocation)
+            if text not in keep and isinstance(record := parse_record_or_none(text), Revocation)
         )
 
     def rollback(self) -> str | None:

@@ -5,7 +5,7 @@ from __future__ import annotations
 import hashlib
 import json
 import re
-from collections.abc import Sequence
+from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -33,6 +33,11 @@ class SignedHandle:
     spec: HandleSpec
     envelope: Envelope
     revocations: tuple[Revocation, ...] = ()
+
+
+def txt_text(strings: Iterable[bytes]) -> str:
+    """The record text of a TXT rdata: its character-strings joined (bytes kept 1:1)."""
+    return b"".join(strings).decode("latin-1")
 
 
 def txt_rdata_text(strings: Sequence[str]) -> str:

@@ -36,6 +36,7 @@ from alter_publish.envelope import (
 )
 from alter_publish.errors import ResolveError, VerificationError
 from alter_publish.handles import AlterURI, Handle
+from alter_publish.render import txt_text
 from alter_publish.validation import (
     DNSSECStatus,
     TrustAnchor,
@@ -106,10 +107,6 @@ class Resolution:
     def ok(self) -> bool:
         """True when a valid envelope was selected."""
         return self.category is None and self.envelope is not None
-
-
-def _decode(strings: Sequence[bytes]) -> str:
-    return b"".join(strings).decode("latin-1")
 
 
 @dataclass
@@ -354,7 +351,7 @@ class StubResolver:
                 and rrset.rdtype == dns.rdatatype.TXT
                 and rrset.rdclass == dns.rdataclass.IN
             ):
-                texts.extend(_decode(rdata.strings) for rdata in rrset)
+                texts.extend(txt_text(rdata.strings) for rdata in rrset)
         validation = self.validate(response, name)
         return Answer(
             owner=owner,

@@ -890,31 +890,6 @@ class Named(AuthoritativeServer):
     #: The name of the signing policy in named.conf.
     POLICY: ClassVar[str] = "alter-test"
 
-    def __init__(
-        self,
-        workdir: Path,
-        zone: str,
-        zone_file: Path,
-        *,
-        tsig: TsigKey | None = None,
-        allow_update: bool = False,
-        inline_signing: bool = False,
-    ) -> None:
-        """Prepare named; see :class:`AuthoritativeServer`.
-
-        Raises:
-            ValueError: ``allow_update`` without ``tsig``, or an unquotable path.
-            pytest.skip.Exception: named is not installed.
-        """
-        super().__init__(
-            workdir,
-            zone,
-            zone_file,
-            tsig=tsig,
-            allow_update=allow_update,
-            inline_signing=inline_signing,
-        )
-
     def _prepare_workdir(self) -> None:
         (self.workdir / "keys").mkdir(exist_ok=True)
 
@@ -997,31 +972,6 @@ class Knot(AuthoritativeServer):
     UPDATES = True
     #: The id of the signing policy in knot.conf.
     POLICY: ClassVar[str] = "alter-test"
-
-    def __init__(
-        self,
-        workdir: Path,
-        zone: str,
-        zone_file: Path,
-        *,
-        tsig: TsigKey | None = None,
-        allow_update: bool = False,
-        inline_signing: bool = False,
-    ) -> None:
-        """Prepare knotd; see :class:`AuthoritativeServer`.
-
-        Raises:
-            ValueError: ``allow_update`` without ``tsig``, or an unquotable path.
-            pytest.skip.Exception: knotd is not installed.
-        """
-        super().__init__(
-            workdir,
-            zone,
-            zone_file,
-            tsig=tsig,
-            allow_update=allow_update,
-            inline_signing=inline_signing,
-        )
 
     @property
     def config_file(self) -> Path:

@@ -35,7 +35,6 @@ from alter_publish.export import (
     ExportRecord,
     ZoneExport,
     default_export_path,
-    envelopes_path,
     export_zone,
     load_export,
     natural_key,
@@ -48,6 +47,7 @@ from alter_publish.export import (
 )
 from alter_publish.lifecycle import RotationMode, rotate
 from alter_publish.model import ZoneSpec, load_zone
+from alter_publish.pipeline import output_paths
 from tests.conftest import EXAMPLE_ZONE, NOW, Workspace
 
 ZONE = "example.com"
@@ -101,12 +101,12 @@ def out_copy(signed: Signed, tmp_path: Path) -> Path:
     """A build directory holding a copy of the envelopes document, free to corrupt."""
     out = tmp_path / "build"
     out.mkdir()
-    shutil.copy(signed.ws.envelopes, envelopes_path(out, ZONE))
+    shutil.copy(signed.ws.envelopes, output_paths(out, ZONE)[1])
     return out
 
 
 def _write_document(out: Path, document: Any) -> None:
-    envelopes_path(out, ZONE).write_text(json.dumps(document), encoding="utf-8")
+    output_paths(out, ZONE)[1].write_text(json.dumps(document), encoding="utf-8")
 
 
 # --- what every format carries ---------------------------------------------------------
@@ -360,7 +360,7 @@ def test_missing_envelopes_file_says_to_sign(signed: Signed, tmp_path: Path) -> 
         export_zone(signed.spec, ExportFormat.WELL_KNOWN, out=out)
     error = caught.value
     assert (error.category, error.exit_code) == ("render", EXIT_OUTPUT)
-    assert error.where == str(envelopes_path(out, ZONE))
+    assert error.where == str(output_paths(out, ZONE)[1])
     assert RUN_SIGN in error.what
     assert not out.exists()
 
@@ -379,10 +379,10 @@ def test_missing_envelopes_file_says_to_sign(signed: Signed, tmp_path: Path) -> 
     ids=["not-json", "not-object", "wrong-format", "no-serial", "handles-not-list"],
 )
 def test_corrupt_envelopes_file_says_to_sign(signed: Signed, out_copy: Path, content: str) -> None:
-    envelopes_path(out_copy, ZONE).write_text(content, encoding="utf-8")
+    output_paths(out_copy, ZONE)[1].write_text(content, encoding="utf-8")
     with pytest.raises(RenderError) as caught:
         load_export(signed.spec, out_copy)
-    assert caught.value.where == str(envelopes_path(out_copy, ZONE))
+    assert caught.value.where == str(output_paths(out_copy, ZONE)[1])
     assert RUN_SIGN in caught.value.what
     assert "\n" not in str(caught.value)
 
@@ -399,7 +399,7 @@ def test_a_handle_missing_from_the_document_is_named(signed: Signed, out_copy: P
     _write_document(out_copy, signed.document | {"handles": handles})
     with pytest.raises(RenderError) as caught:
         load_export(signed.spec, out_copy)
-    where = str(envelopes_path(out_copy, ZONE))
+    where = str(output_paths(out_copy, ZONE)[1])
     assert caught.value.reasons == (f"{where}: ~drew: not in the document; {RUN_SIGN}",)
     assert str(caught.value) == caught.value.reasons[0]
 
