@@ -764,39 +764,21 @@ def push(
     if allow_insecure:
         _warn("--allow-insecure: the proof accepts answers without DNSSEC validation")
     definition = keyops.zone_definition(zone, zones_dir)
-    spec = load_zone(definition)
     tsig = publishing.read_tsig_key(tsig_key)
     address = _parse_hostport(server)
-    anchors_file = trust_anchor
-    if allow_insecure == (trust_anchor is not None):
-        raise UsageError(
-            "push needs --trust-anchor FILE (the DS of the zone as the server signs it) "
-            "or, for a zone nobody signs, --allow-insecure; not both"
-        )
-    if not allow_insecure and not publishing.server_signs(spec, address, timeout=timeout):
-        raise UsageError(
-            f"{server} serves {spec.origin} unsigned, so every answer would be 'insecure'; "
-            "pass --allow-insecure to publish there anyway",
-            where=spec.origin,
-        )
-    result = publishing.plan(spec, out=out, server=address, tsig=tsig, timeout=timeout)
-    publishing.check_deletes(result, max_delete, force=force)
-    sent = publishing.apply(result, address, tsig, timeout=timeout) if result.pending else 0
-    after = publishing.plan(spec, out=out, server=address, tsig=tsig, timeout=timeout)
-    if after.pending:
-        raise publishing.PublishError(
-            f"{len(after.changes)} owner name(s) still differ after the push "
-            "(does the server accept the updates for this zone?)",
-            where=f"{server}",
-        )
-    report = pipeline.verify(
-        [definition],
+    outcome = publishing.push(
+        definition,
         out=out,
-        now=_now(now),
-        trust_anchors=anchors_file,
         server=address,
+        tsig=tsig,
+        now=_now(now),
+        trust_anchors=trust_anchor,
         allow_insecure=allow_insecure,
+        max_delete=max_delete,
+        force=force,
+        timeout=timeout,
     )
+    result, sent, report = outcome.plan, outcome.sent, outcome.proof
     if as_json:
         _emit_json(
             {
@@ -808,7 +790,7 @@ def push(
         )
     else:
         _print_plan(result)
-        typer.echo(f"{spec.origin}: {sent} update message(s) applied; server now matches")
+        typer.echo(f"{result.zone}: {sent} update message(s) applied; server now matches")
     _print_verified(report, as_json)
     if not report.ok:
         failed = sum(len(p.failures) for p in report.proofs)

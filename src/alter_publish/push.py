@@ -40,8 +40,8 @@ from alter_publish.errors import EXIT_NETWORK, AlterError, RenderError, ResolveE
 from alter_publish.export import load_export
 from alter_publish.identitylog import log_path_for, read_log
 from alter_publish.lifecycle import LogIndex
-from alter_publish.model import ZoneSpec
-from alter_publish.pipeline import output_paths
+from alter_publish.model import ZoneSpec, load_zone
+from alter_publish.pipeline import VerifyReport, output_paths, verify
 from alter_publish.render import txt_text
 from alter_publish.resolver import StubResolver
 
@@ -557,3 +557,71 @@ def apply(
             )
         sent += 1
     return sent
+
+
+@dataclass(frozen=True, slots=True)
+class PushReport:
+    """A push: the plan applied, the UPDATE messages sent, the proof against the server."""
+
+    plan: Plan
+    sent: int
+    proof: VerifyReport
+
+
+def push(
+    definition: Path,
+    *,
+    out: Path,
+    server: tuple[str, int],
+    tsig: TsigKey,
+    now: int,
+    trust_anchors: Path | None = None,
+    allow_insecure: bool = False,
+    max_delete: float = DEFAULT_MAX_DELETE_SHARE,
+    force: bool = False,
+    timeout: float = DEFAULT_TIMEOUT_SECONDS,
+) -> PushReport:
+    """Plan, check, apply, confirm the server converged, then prove what it serves.
+
+    The proof validates to ``trust_anchors`` (the zone as the server signs it), or
+    accepts unsigned answers with ``allow_insecure``; exactly one must be given.
+
+    Raises:
+        UsageError: neither or both of the two; an unsigned server without
+            ``allow_insecure``; a rollback or too many deletions without ``force``.
+        RenderError: nothing signed yet, or an output older than the log.
+        PublishError: the server refused an update, stopped answering, or still
+            differs after the push.
+    """
+    spec = load_zone(definition)
+    where = f"{server[0]}:{server[1]}"
+    if allow_insecure == (trust_anchors is not None):
+        raise UsageError(
+            "push needs --trust-anchor FILE (the DS of the zone as the server signs it) "
+            "or, for a zone nobody signs, --allow-insecure; not both"
+        )
+    if not allow_insecure and not server_signs(spec, server, timeout=timeout):
+        raise UsageError(
+            f"{where} serves {spec.origin} unsigned, so every answer would be 'insecure'; "
+            "pass --allow-insecure to publish there anyway",
+            where=spec.origin,
+        )
+    planned = plan(spec, out=out, server=server, tsig=tsig, timeout=timeout)
+    check_deletes(planned, max_delete, force=force)
+    sent = apply(planned, server, tsig, timeout=timeout) if planned.pending else 0
+    after = plan(spec, out=out, server=server, tsig=tsig, timeout=timeout)
+    if after.pending:
+        raise PublishError(
+            f"{len(after.changes)} owner name(s) still differ after the push "
+            "(does the server accept the updates for this zone?)",
+            where=where,
+        )
+    proof = verify(
+        [definition],
+        out=out,
+        now=now,
+        trust_anchors=trust_anchors,
+        server=server,
+        allow_insecure=allow_insecure,
+    )
+    return PushReport(planned, sent, proof)

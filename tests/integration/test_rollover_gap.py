@@ -17,7 +17,7 @@ Negative controls skip a step and must show the gap, so the check can fail.
 from __future__ import annotations
 
 import itertools
-from collections.abc import Iterator, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -73,6 +73,9 @@ def _publish(ws: Workspace, label: str, at: int) -> Published:
         if key.role is ZoneKeyRole.KSK and key.state in PARENT_DS_STATES
     )
     return Published(label, at, zone, parent_ds)
+
+
+Rollover = Callable[[Workspace], list[Published]]
 
 
 def _zsk_rollover(ws: Workspace) -> list[Published]:
@@ -175,10 +178,9 @@ def _mixes(
 
 @pytest.mark.parametrize("rollover", [_zsk_rollover, _ksk_rollover], ids=["zsk", "ksk"])
 def test_every_step_validates_with_the_previous_steps_cached_data(
-    workspace: Workspace, rollover: object
+    workspace: Workspace, rollover: Rollover
 ) -> None:
-    assert callable(rollover)
-    steps: list[Published] = rollover(workspace)
+    steps = rollover(workspace)
     owners = _owners(workspace)
     answers = [_answers(step, owners) for step in steps]
     gaps = [
@@ -292,11 +294,10 @@ def _unbound_transition(
 
 @pytest.mark.parametrize("rollover", [_zsk_rollover, _ksk_rollover], ids=["zsk", "ksk"])
 def test_unbound_sees_no_gap_at_any_step(
-    workspace: Workspace, tmp_path: Path, rollover: object
+    workspace: Workspace, tmp_path: Path, rollover: Rollover
 ) -> None:
     require_tool("unbound")
-    assert callable(rollover)
-    steps: list[Published] = rollover(workspace)
+    steps = rollover(workspace)
     owners = _owners(workspace)
     gaps = []
     for number, (previous, current) in enumerate(itertools.pairwise(steps)):

@@ -214,11 +214,10 @@ def test_the_proof_checks_psig_against_the_logged_key(workspace: Workspace) -> N
     spec = load_zone(ws.zone_file)
     _sign(ws, NOW, create=True)
     key_path, _ = ws.keys.paths("example.com", BLAKE, 1)
-    swapped = ws.keys.generate("example.com", BLAKE, 9)  # a stranger's key, moved into epoch 1
+    ws.keys.generate("example.com", BLAKE, 9)  # a stranger's key, moved into epoch 1
     shutil.copyfile(ws.keys.paths("example.com", BLAKE, 9)[0], key_path)
     for path in ws.keys.paths("example.com", BLAKE, 9):
         path.unlink()
-    assert swapped.epoch == 9
     rotate(spec, "~blake", keys=ws.keys, now=NOW + DAY)
     before = ws.rendered.read_bytes()
     report = pipeline.sign([ws.zone_file], out=ws.out, keys=ws.keys, now=NOW + DAY)
