@@ -22,6 +22,7 @@ import typer
 
 from alter_publish import export, keyops, pipeline
 from alter_publish import push as publishing
+from alter_publish.cliprogress import progress_for
 from alter_publish.dnssec import ds_records
 from alter_publish.envelope import Envelope, b64url, verify_record
 from alter_publish.errors import (
@@ -39,6 +40,7 @@ from alter_publish.handles import Handle, normalize_domain, parse_handle, parse_
 from alter_publish.keys import KeyStore, ZoneKey, ZoneKeyEntry, ZoneKeyRole, passphrase_from_env
 from alter_publish.lifecycle import RotationMode
 from alter_publish.model import format_span, format_utc, load_zone
+from alter_publish.parallel import default_jobs
 from alter_publish.pins import PinStore
 from alter_publish.proof import ProofReport
 from alter_publish.render import txt_text
@@ -137,22 +139,33 @@ def sign(
             help="Change nothing; exit 7 if a real run would change any output (for CI).",
         ),
     ] = False,
+    jobs: Annotated[
+        int | None,
+        typer.Option(
+            "--jobs",
+            min=1,
+            help="Processes that sign and verify (default: every CPU); outputs are identical.",
+        ),
+    ] = None,
     as_json: JsonOption = False,
 ) -> None:
     """Sign every handle, DNSSEC-sign the zone, prove it on loopback, then write the outputs."""
     if no_verify:
         _warn("--no-verify: outputs are written WITHOUT the loopback proof")
     zone_files = pipeline.find_zone_files(zones or [])
-    report = pipeline.sign(
-        zone_files,
-        out=out,
-        keys=_keystore(keys),
-        now=_now(now),
-        create_keys=create_keys,
-        templates=templates,
-        verify=not no_verify,
-        check=check,
-    )
+    with progress_for(as_json=as_json) as progress:
+        report = pipeline.sign(
+            zone_files,
+            out=out,
+            keys=_keystore(keys),
+            now=_now(now),
+            create_keys=create_keys,
+            templates=templates,
+            verify=not no_verify,
+            check=check,
+            jobs=jobs or default_jobs(),
+            progress=progress,
+        )
     for warning in report.warnings:
         _warn(f"WARNING: {warning}")
     if as_json:

@@ -15,9 +15,11 @@ canonical wire form).
 from __future__ import annotations
 
 import base64
+import functools
+import hashlib
 import struct
 import time
-from collections.abc import Callable, Iterable, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass
 
 import dns.dnssec
@@ -31,11 +33,25 @@ import dns.rdtypes.ANY.NSEC3
 import dns.rdtypes.ANY.NSEC3PARAM
 import dns.rdtypes.util
 import dns.zone
+from cryptography.hazmat.primitives import serialization
+from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PrivateKey
 
 from alter_publish.errors import SigningError
 from alter_publish.keys import ZoneKey, ZoneKeyEntry, ZoneKeyRole
 from alter_publish.model import DNSSECSpec
-from alter_publish.nsec3 import NSEC3_HASH_SHA1, nsec3_hash
+from alter_publish.nsec3 import NSEC3_HASH_SHA1
+from alter_publish.parallel import Progress, Workers, ranges, shared
+from alter_publish.records import (
+    Labels,
+    RRs,
+    SignedRRs,
+    ZoneRecords,
+    from_zone,
+    labels_of,
+    name_text,
+    name_wire,
+)
+from alter_publish.records import canonical_key as canonical_key_of
 
 ALGORITHM = dns.dnssectypes.Algorithm.ED25519
 INCEPTION_BACKDATE_SECONDS = 3600  # tolerate validators whose clocks run behind
@@ -101,6 +117,8 @@ class SignedZone:
     signatures: int
     denial: str
     max_ttl: int = 0  # the largest TTL of a signed rrset (RFC 7583's TTLsig)
+    #: Every rrset of the signed zone (the unsigned ones too), with its RRSIGs, in wire form.
+    rrsets: tuple[SignedRRs, ...] = ()
 
 
 def ds_line(origin: dns.name.Name, key: ZoneKey | ZoneKeyEntry, ttl: int) -> str:
@@ -126,97 +144,33 @@ def choose_window(previous: SignatureWindow | None, now: int, spec: DNSSECSpec) 
 # --- canonical form ---------------------------------------------------------------
 
 
-def _labels(name: dns.name.Name) -> int:
-    """RRSIG labels field: owner labels without the root and a leading wildcard."""
-    count = len(name) - 1
-    return count - 1 if name.is_wild() else count
-
-
 def canonical_key(name: dns.name.Name) -> tuple[bytes, ...]:
     """Sort key giving RFC 4034 6.1 canonical name order (far faster than Name.__lt__)."""
     return tuple(label.lower() for label in reversed(name.labels))
 
 
-def _wire(name: dns.name.Name) -> bytes:
-    wire = name.to_wire()
-    assert wire is not None  # noqa: S101 (to_wire without a file returns bytes)
-    return wire
+def _sigtime(seconds: int) -> str:
+    return time.strftime("%Y%m%d%H%M%S", time.gmtime(seconds))
 
 
-def _digestable(rdata: dns.rdata.Rdata, origin: dns.name.Name) -> bytes:
-    """Canonical rdata wire (RFC 4034 6.2); TXT, the bulk of our zones, by hand."""
-    if rdata.rdtype == _TXT:
-        strings: tuple[bytes, ...] = rdata.strings  # type: ignore[attr-defined]  # (TXT rdata)
-        return b"".join(bytes((len(s),)) + s for s in strings)
-    if rdata.rdtype == _NSEC:  # next name as is (RFC 6840 5.1), then the type bitmap
-        nsec: dns.rdtypes.ANY.NSEC.NSEC = rdata  # type: ignore[assignment]  # (NSEC rdata)
-        windows = b"".join(bytes((w, len(bits))) + bits for w, bits in nsec.windows)
-        return _wire(nsec.next) + windows
-    return rdata.to_digestable(origin)
-
-
-def _signed_data(
-    header: bytes, owner_wire: bytes, rdtype: int, ttl: int, rdata_wires: Iterable[bytes]
-) -> bytes:
-    parts = [header]
-    for rdata_wire in rdata_wires:
-        parts.append(owner_wire + _RR_FIXED.pack(rdtype, _IN, ttl, len(rdata_wire)) + rdata_wire)
-    return b"".join(parts)
+@functools.cache
+def _rdtype_text(rdtype: int) -> str:
+    return dns.rdatatype.to_text(dns.rdatatype.RdataType.make(rdtype))
 
 
 @dataclass(frozen=True, slots=True)
-class _Signer:
-    """One key's fixed RRSIG fields, so each signature costs one header pack and one sign."""
+class _Bitmap:
+    """An NSEC/NSEC3 type bitmap: wire form and the text dnspython prints for it."""
 
-    key: ZoneKey
-    tag: int
-    window: SignatureWindow
-    origin: dns.name.Name
-    origin_wire: bytes
-    origin_text: str
-    expiration_text: str
-    inception_text: str
+    wire: bytes
+    text: str
 
     @classmethod
-    def make(cls, key: ZoneKey, window: SignatureWindow, origin: dns.name.Name) -> _Signer:
-        return cls(
-            key=key,
-            tag=key.tag,
-            window=window,
-            origin=origin,
-            origin_wire=_wire(origin.canonicalize()),
-            origin_text=origin.to_text(),
-            expiration_text=_sigtime(window.expiration),
-            inception_text=_sigtime(window.inception),
-        )
-
-    def sign(self, owner: dns.name.Name, owner_wire: bytes, rrs: _RRs) -> str:
-        """The master-file line of the RRSIG over ``rrs`` at ``owner``."""
-        labels = _labels(owner)
-        rdtype, ttl = rrs.rdtype, rrs.ttl
-        header = (
-            _RRSIG_HEADER.pack(
-                rdtype,
-                ALGORITHM,
-                labels,
-                ttl,
-                self.window.expiration,
-                self.window.inception,
-                self.tag,
-            )
-            + self.origin_wire
-        )
-        wires = sorted({_digestable(rdata, self.origin) for rdata in rrs.rdatas})
-        signature = self.key.private_key.sign(_signed_data(header, owner_wire, rdtype, ttl, wires))
-        return (
-            f"{owner.to_text()} {ttl} IN RRSIG {dns.rdatatype.to_text(rdtype)} "
-            f"{int(ALGORITHM)} {labels} {ttl} {self.expiration_text} {self.inception_text} "
-            f"{self.tag} {self.origin_text} {base64.b64encode(signature).decode('ascii')}\n"
-        )
-
-
-def _sigtime(seconds: int) -> str:
-    return time.strftime("%Y%m%d%H%M%S", time.gmtime(seconds))
+    def of(cls, types: Iterable[int]) -> _Bitmap:
+        rdtypes = [dns.rdatatype.RdataType.make(rdtype) for rdtype in sorted(set(types))]
+        windows = dns.rdtypes.util.Bitmap.from_rdtypes(rdtypes).windows
+        wire = b"".join(bytes((window, len(bits))) + bits for window, bits in windows)
+        return cls(wire, dns.rdtypes.util.Bitmap(windows).to_text())
 
 
 # --- the zone's shape ---------------------------------------------------------------
@@ -226,84 +180,78 @@ def _sigtime(seconds: int) -> str:
 class _Shape:
     """Which names are authoritative, which are delegations, and the empty non-terminals."""
 
-    authoritative: tuple[dns.name.Name, ...]  # canonical order
-    cuts: frozenset[dns.name.Name]
-    empty_non_terminals: frozenset[dns.name.Name]
+    authoritative: tuple[Labels, ...]  # canonical order
+    cuts: frozenset[Labels]
+    empty_non_terminals: frozenset[Labels]
 
 
-def _shape(zone: dns.zone.Zone, origin: dns.name.Name) -> _Shape:
-    names = sorted(zone.nodes, key=canonical_key)
-    cuts = {
-        name
-        for name in names
-        if name != origin and zone.nodes[name].get_rdataset(_IN, _NS) is not None
-    }
-    authoritative = []
+def _shape(records: ZoneRecords) -> _Shape:
+    origin = records.origin
+    depth = len(origin)
+    cuts = frozenset(
+        labels
+        for labels, rrsets in records.owners.items()
+        if labels != origin and any(rrs.rdtype == _NS for rrs in rrsets)
+    )
+    names = sorted(records.owners, key=canonical_key_of)
+    if cuts:
+        names = [
+            name
+            for name in names
+            if not any(name[index:] in cuts for index in range(1, len(name) - depth))
+        ]
+    present = set(names)
+    ents: set[Labels] = set()
     for name in names:
-        parent = name.parent() if name != origin else None
-        occluded = False
-        while parent is not None and parent != origin and len(parent) > len(origin):
-            if parent in cuts:
-                occluded = True
+        for index in range(1, len(name) - depth):
+            parent = name[index:]
+            if parent in present:
                 break
-            parent = parent.parent()
-        if not occluded:
-            authoritative.append(name)
-    present = set(authoritative)
-    ents: set[dns.name.Name] = set()
-    for name in authoritative:
-        parent = name
-        while len(parent) > len(origin) + 1:
-            parent = parent.parent()
-            if parent not in present:
-                ents.add(parent)
-    return _Shape(tuple(authoritative), frozenset(cuts), frozenset(ents))
+            ents.add(parent)
+    return _Shape(tuple(names), cuts, frozenset(ents))
 
 
-@dataclass(frozen=True, slots=True)
-class _RRs:
-    """One rrset to publish and sign: its type, TTL and rdata (no dnspython set overhead)."""
-
-    rdtype: dns.rdatatype.RdataType
-    ttl: int
-    rdatas: tuple[dns.rdata.Rdata, ...]
-
-
-_Records = dict[dns.name.Name, list[_RRs]]
-
-
-def _types_at(rrs: Iterable[_RRs], *, delegation: bool) -> list[dns.rdatatype.RdataType]:
-    types = [item.rdtype for item in rrs if item.rdtype != _RRSIG]
+def _types_at(rrsets: Iterable[RRs], *, delegation: bool) -> list[int]:
+    types = [rrs.rdtype for rrs in rrsets]
     if delegation:
         types = [rdtype for rdtype in types if rdtype in (_NS, _DS)]
     return types
 
 
-def _signed_here(types: Iterable[dns.rdatatype.RdataType], *, delegation: bool) -> bool:
-    return any(rdtype == _DS or not delegation for rdtype in types)
-
-
-def _negative_ttl(zone: dns.zone.Zone, origin: dns.name.Name) -> int:
-    soa = zone.nodes[origin].get_rdataset(_IN, _SOA)
-    if soa is None:
-        raise SigningError("zone has no SOA at its apex", where=origin.to_text())
-    minimum = soa[0].minimum
+def _negative_ttl(records: ZoneRecords) -> int:
+    soa = next((rrs for rrs in records.owners.get(records.origin, ()) if rrs.rdtype == _SOA), None)
+    if soa is None or not soa.wires:
+        raise SigningError("zone has no SOA at its apex", where=name_text(records.origin))
+    (minimum,) = struct.unpack("!I", soa.wires[0][-4:])
     return min(int(minimum), soa.ttl)
 
 
-def _add_nsec_chain(records: _Records, shape: _Shape, ttl: int) -> None:
-    names = shape.authoritative
-    for index, name in enumerate(names):
-        following = names[(index + 1) % len(names)]
-        types = _types_at(records[name], delegation=name in shape.cuts)
-        bitmap = dns.rdtypes.util.Bitmap.from_rdtypes([*types, _RRSIG, _NSEC]).windows
-        nsec = _NSEC_RDATA(_IN, _NSEC, following, bitmap)
-        records[name].append(_RRs(_NSEC, ttl, (nsec,)))
+_Owners = dict[Labels, list[RRs]]
+
+
+def _add_nsec_chain(owners: _Owners, names: Mapping[Labels, str], shape: _Shape, ttl: int) -> None:
+    """One NSEC per authoritative name; the next name keeps its case (RFC 6840 5.1)."""
+    chain = shape.authoritative
+    bitmaps: dict[frozenset[int], _Bitmap] = {}
+    for index, name in enumerate(chain):
+        following = names[chain[(index + 1) % len(chain)]]
+        types = frozenset((*_types_at(owners[name], delegation=name in shape.cuts), _RRSIG, _NSEC))
+        bitmap = bitmaps.get(types) or bitmaps.setdefault(types, _Bitmap.of(types))
+        wire = name_wire(labels_of(following, lower=False))
+        owners[name].append(RRs(_NSEC, ttl, (wire + bitmap.wire,), (following + bitmap.text,)))
+
+
+def _nsec3_digest(name: Labels, salt: bytes, iterations: int) -> bytes:
+    """RFC 5155 5: SHA-1 over the canonical wire name and salt, iterated."""
+    digest = hashlib.sha1(name_wire(name) + salt, usedforsecurity=False).digest()
+    for _ in range(iterations):
+        digest = hashlib.sha1(digest + salt, usedforsecurity=False).digest()
+    return digest
 
 
 def _add_nsec3_chain(
-    records: _Records, origin: dns.name.Name, shape: _Shape, ttl: int, spec: DNSSECSpec
-) -> tuple[dns.name.Name, ...]:
+    owners: _Owners, origin: Labels, shape: _Shape, ttl: int, spec: DNSSECSpec
+) -> tuple[Labels, ...]:
     """Add NSEC3PARAM and one NSEC3 per authoritative name and empty non-terminal.
 
     Returns:
@@ -311,32 +259,69 @@ def _add_nsec3_chain(
     """
     salt = bytes.fromhex(spec.nsec3_salt)
     iterations = spec.nsec3_iterations
-    param = _NSEC3PARAM_RDATA(_IN, _NSEC3PARAM, NSEC3_HASH_SHA1, 0, iterations, salt)
-    records[origin].append(_RRs(_NSEC3PARAM, NSEC3PARAM_TTL_SECONDS, (param,)))
-    entries: list[tuple[bytes, list[dns.rdatatype.RdataType]]] = []
+    salt_text = salt.hex() if salt else "-"
+    fixed = struct.pack("!BBHB", NSEC3_HASH_SHA1, 0, iterations, len(salt)) + salt
+    owners[origin].append(
+        RRs(_NSEC3PARAM, NSEC3PARAM_TTL_SECONDS, (fixed,), (f"1 0 {iterations} {salt_text}",))
+    )
+    entries: list[tuple[bytes, frozenset[int]]] = []
     for name in (*shape.authoritative, *shape.empty_non_terminals):  # order: by hash, below
-        hashed = nsec3_hash(name, salt, iterations, NSEC3_HASH_SHA1)  # same as the server
-        types: list[dns.rdatatype.RdataType] = []
-        if name in records:
+        types: list[int] = []
+        if name in owners:
             delegation = name in shape.cuts
-            types = _types_at(records[name], delegation=delegation)
-            if _signed_here(types, delegation=delegation):
+            types = _types_at(owners[name], delegation=delegation)
+            if any(rdtype == _DS or not delegation for rdtype in types):
                 types.append(_RRSIG)
-        entries.append((base64.b32hexdecode(hashed), types))
+        entries.append((_nsec3_digest(name, salt, iterations), frozenset(types)))
     entries.sort(key=lambda entry: entry[0])
-    owners = []
-    for index, (digest, types) in enumerate(entries):
+    bitmaps: dict[frozenset[int], _Bitmap] = {}
+    added = []
+    prefix = f"{NSEC3_HASH_SHA1} 0 {iterations} {salt_text} "
+    for index, (digest, present) in enumerate(entries):
         following = entries[(index + 1) % len(entries)][0]
-        bitmap = dns.rdtypes.util.Bitmap.from_rdtypes(types).windows
-        nsec3 = _NSEC3_RDATA(_IN, _NSEC3, NSEC3_HASH_SHA1, 0, iterations, salt, following, bitmap)
+        bitmap = bitmaps.get(present) or bitmaps.setdefault(present, _Bitmap.of(present))
         label = base64.b32hexencode(digest).decode("ascii").lower()
-        owner = dns.name.Name((label.encode("ascii"), *origin.labels))
-        records[owner] = [_RRs(_NSEC3, ttl, (nsec3,))]
-        owners.append(owner)
-    return tuple(owners)
+        next_text = base64.b32hexencode(following).decode("ascii").lower().rstrip("=")
+        owner = (label.encode("ascii"), *origin)
+        wire = fixed + bytes((len(following),)) + following + bitmap.wire
+        owners[owner] = [RRs(_NSEC3, ttl, (wire,), (prefix + next_text + bitmap.text,))]
+        added.append(owner)
+    return tuple(added)
 
 
 # --- signing ------------------------------------------------------------------------
+
+
+@dataclass(frozen=True, slots=True)
+class _Signer:
+    """One key's fixed RRSIG fields; ``index`` picks its private key in a signing task."""
+
+    index: int
+    tag: int
+    origin_wire: bytes
+    suffix_text: str  # "<expiration> <inception> <tag> <signer>"
+
+
+def _sign_task(span: tuple[int, int]) -> list[bytes]:
+    """Sign items ``span`` of the shared ``(raw keys, items)`` (in a worker, or inline)."""
+    raw_keys, items = shared()
+    private = [Ed25519PrivateKey.from_private_bytes(raw) for raw in raw_keys]
+    start, stop = span
+    return [private[index].sign(data) for index, data in items[start:stop]]
+
+
+def _raw(key: ZoneKey) -> bytes:
+    return key.private_key.private_bytes(
+        serialization.Encoding.Raw, serialization.PrivateFormat.Raw, serialization.NoEncryption()
+    )
+
+
+@dataclass(frozen=True, slots=True)
+class _Job:
+    owner: Labels
+    rrs: RRs
+    signer: _Signer
+    header: bytes  # RRSIG rdata without the signature
 
 
 def sign_zone(
@@ -347,92 +332,170 @@ def sign_zone(
     window: SignatureWindow,
     dnskey_ttl: int,
 ) -> SignedZone:
-    """DNSKEY, the denial chain and an RRSIG over every authoritative rrset of ``zone``.
+    """:func:`sign_records` for a parsed zone (absolute names, ``relativize=False``).
 
-        ``zone`` (absolute names, ``relativize=False``, no DNSSEC records yet) is only read:
-        the result is the text to append to the zone's master file, which the caller parses
-        back to serve exactly what it writes. The DNSKEY rrset holds every key whose state
-    puts it there; active KSKs sign the DNSKEY rrset, active ZSKs the rest.
-
-        Returns:
-            The added records as master-file text, the DS records, and counts.
-
-        Raises:
-            SigningError: no KSK or no ZSK, RRSIG times out of range, or the zone is not
-                signable (no SOA, DNSSEC records already present).
+    Raises:
+        SigningError: as :func:`sign_records`.
     """
-    origin = zone.origin
-    if origin is None:
+    if zone.origin is None:
         raise SigningError("zone has no origin", where="zone")
+    return sign_records(from_zone(zone), keys=keys, spec=spec, window=window, dnskey_ttl=dnskey_ttl)
+
+
+def sign_records(
+    records: ZoneRecords,
+    *,
+    keys: Sequence[ZoneKey],
+    spec: DNSSECSpec,
+    window: SignatureWindow,
+    dnskey_ttl: int,
+    jobs: int = 1,
+    progress: Progress | None = None,
+) -> SignedZone:
+    """DNSKEY, the denial chain and an RRSIG over every authoritative rrset of a zone.
+
+    ``records`` (no DNSSEC records yet) is only read: the result holds the text to
+    append to the zone's master file and every rrset of the signed zone in wire form,
+    with its RRSIGs, for the loopback server. The DNSKEY rrset holds every key whose
+    state puts it there; active KSKs sign the DNSKEY rrset, active ZSKs the rest.
+    Signatures are made by ``jobs`` processes (the same bytes as by one).
+
+    Returns:
+        The added records as master-file text, the DS records, the served rrsets, counts.
+
+    Raises:
+        SigningError: no KSK or no ZSK, RRSIG times out of range, or the zone is not
+            signable (no SOA, DNSSEC records already present).
+    """
+    origin = records.origin
+    origin_text = name_text(origin)
     if window.expiration >= RRSIG_TIME_LIMIT:
         raise SigningError(
             f"signatures would expire after {_sigtime(RRSIG_TIME_LIMIT - 1)}, "
             "past what an RRSIG can express (RFC 4034 3.1.5); check --now",
-            where=origin.to_text(),
+            where=origin_text,
         )
     signing = [key for key in keys if key.signs]
-    ksks = [_Signer.make(key, window, origin) for key in signing if key.role is ZoneKeyRole.KSK]
-    zsks = [_Signer.make(key, window, origin) for key in signing if key.role is ZoneKeyRole.ZSK]
+    origin_wire = name_wire(origin)
+    times = f"{_sigtime(window.expiration)} {_sigtime(window.inception)}"
+    signers = [
+        _Signer(index, key.tag, origin_wire, f"{times} {key.tag} {origin_text}")
+        for index, key in enumerate(signing)
+    ]
+    ksks = [s for s, key in zip(signers, signing, strict=True) if key.role is ZoneKeyRole.KSK]
+    zsks = [s for s, key in zip(signers, signing, strict=True) if key.role is ZoneKeyRole.ZSK]
     if not ksks or not zsks:
         raise SigningError(
-            "signing needs at least one active KSK and one active ZSK", where=origin.to_text()
+            "signing needs at least one active KSK and one active ZSK", where=origin_text
         )
-    records: _Records = {}
-    for name, node in zone.nodes.items():
-        rrs = []
-        for rdataset in node.rdatasets:
-            if rdataset.rdtype in _DNSSEC_TYPES:
+    owners: _Owners = {}
+    for labels, rrsets in records.owners.items():
+        for rrs in rrsets:
+            if rrs.rdtype in _DNSSEC_TYPES:
                 raise SigningError(
-                    f"the unsigned zone already holds {dns.rdatatype.to_text(rdataset.rdtype)} "
-                    "records; alter-publish adds DNSSEC records itself",
-                    where=origin.to_text(),
+                    f"the unsigned zone already holds {_rdtype_text(rrs.rdtype)} records; "
+                    "alter-publish adds DNSSEC records itself",
+                    where=origin_text,
                 )
-            rrs.append(_RRs(rdataset.rdtype, rdataset.ttl, tuple(rdataset)))
-        records[name] = rrs
-    negative_ttl = _negative_ttl(zone, origin)
-    dnskeys = tuple(key.dnskey for key in keys if key.in_dnskey)
-    records[origin].append(_RRs(_DNSKEY, dnskey_ttl, dnskeys))
-    shape = _shape(zone, origin)
+        owners[labels] = list(rrsets)
+    negative_ttl = _negative_ttl(records)
+    dnskeys = [key.dnskey for key in keys if key.in_dnskey]
+    owners[origin].append(
+        RRs(
+            _DNSKEY,
+            dnskey_ttl,
+            tuple(rdata.to_digestable() for rdata in dnskeys),
+            tuple(rdata.to_text() for rdata in dnskeys),
+        )
+    )
+    names = dict(records.names)
+    shape = _shape(records)
     signed_names = list(shape.authoritative)
     if spec.denial == "nsec3":
-        signed_names.extend(_add_nsec3_chain(records, origin, shape, negative_ttl, spec))
+        hashed = _add_nsec3_chain(owners, origin, shape, negative_ttl, spec)
+        signed_names.extend(hashed)
+        names.update((owner, name_text(owner)) for owner in hashed)
     else:
-        _add_nsec_chain(records, shape, negative_ttl)
-    signatures = max_ttl = 0
-    sig_lines: dict[dns.name.Name, list[str]] = {}
+        _add_nsec_chain(owners, names, shape, negative_ttl)
+    todo: list[_Job] = []
+    items: list[tuple[int, bytes]] = []
+    max_ttl = 0
     for name in signed_names:
         delegation = name in shape.cuts
-        owner_wire = _wire(name.canonicalize())
-        lines = sig_lines.setdefault(name, [])
-        for item in sorted(records[name], key=lambda rrs: rrs.rdtype):
-            if delegation and item.rdtype not in (_DS, _NSEC):
+        owner_wire = name_wire(name)
+        label_count = len(name) - (2 if name[0] == b"*" else 1)  # RFC 4034 3.1.3
+        for rrs in sorted(owners[name], key=lambda item: item.rdtype):
+            if delegation and rrs.rdtype not in (_DS, _NSEC):
                 continue
-            max_ttl = max(max_ttl, item.ttl)
-            for signer in ksks if item.rdtype == _DNSKEY else zsks:
-                lines.append(signer.sign(name, owner_wire, item))
-                signatures += 1
-    ds_lines = ds_records(origin, keys, dnskey_ttl)
+            max_ttl = max(max_ttl, rrs.ttl)
+            fixed = _RR_FIXED.pack
+            body = b"".join(
+                owner_wire + fixed(rrs.rdtype, _IN, rrs.ttl, len(wire)) + wire
+                for wire in sorted(set(rrs.wires))
+            )
+            for signer in ksks if rrs.rdtype == _DNSKEY else zsks:
+                header = (
+                    _RRSIG_HEADER.pack(
+                        rrs.rdtype,
+                        ALGORITHM,
+                        label_count,
+                        rrs.ttl,
+                        window.expiration,
+                        window.inception,
+                        signer.tag,
+                    )
+                    + origin_wire
+                )
+                todo.append(_Job(name, rrs, signer, header))
+                items.append((signer.index, header + body))
+    if progress is not None:
+        progress.start("dnssec", len(items))
+    with Workers(jobs, (tuple(_raw(key) for key in signing), items)) as pool:
+        signatures = [
+            signature
+            for result in pool.map_chunks(_sign_task, ranges(len(items)), progress=progress)
+            for signature in result
+        ]
+    if progress is not None:
+        progress.done()
+    sigs: dict[tuple[Labels, int], list[bytes]] = {}
+    sig_lines: dict[Labels, list[str]] = {}
+    for job, signature in zip(todo, signatures, strict=True):
+        sigs.setdefault((job.owner, job.rrs.rdtype), []).append(job.header + signature)
+        rrs = job.rrs
+        sig_lines.setdefault(job.owner, []).append(
+            f"{names[job.owner]} {rrs.ttl} IN RRSIG {_rdtype_text(rrs.rdtype)} "
+            f"{int(ALGORITHM)} {job.header[3]} {rrs.ttl} {job.signer.suffix_text} "
+            f"{base64.b64encode(signature).decode('ascii')}\n"
+        )
+    served = tuple(
+        SignedRRs(labels, rrs.rdtype, rrs.ttl, rrs.wires, tuple(sigs.get((labels, rrs.rdtype), ())))
+        for labels, rrsets in owners.items()
+        for rrs in rrsets
+    )
+    ds_lines = ds_records(dns.name.Name(origin), keys, dnskey_ttl)
     return SignedZone(
-        records_text=_dnssec_text(records, sig_lines),
+        records_text=_dnssec_text(owners, names, sig_lines),
         ds_text="".join(line + "\n" for line in ds_lines),
         window=window,
-        signatures=signatures,
+        signatures=len(signatures),
         denial=spec.denial,
         max_ttl=max_ttl,
+        rrsets=served,
     )
 
 
-def _dnssec_text(records: _Records, sig_lines: dict[dns.name.Name, list[str]]) -> str:
+def _dnssec_text(
+    owners: _Owners, names: Mapping[Labels, str], sig_lines: Mapping[Labels, list[str]]
+) -> str:
     """Master-file lines of every DNSSEC record, owners in canonical order, each owner's
     DNSKEY/NSEC/NSEC3/NSEC3PARAM first, then its RRSIGs by covered type."""
     lines: list[str] = []
-    for name in sorted(records, key=canonical_key):
-        owner = name.to_text()
-        for rrs in sorted(records[name], key=lambda item: item.rdtype):
+    for name in sorted(owners, key=canonical_key_of):
+        owner = names[name]
+        for rrs in sorted(owners[name], key=lambda item: item.rdtype):
             if rrs.rdtype in _DNSSEC_TYPES:
-                rdtype = dns.rdatatype.to_text(rrs.rdtype)
-                lines.extend(
-                    f"{owner} {rrs.ttl} IN {rdtype} {rdata.to_text()}\n" for rdata in rrs.rdatas
-                )
+                rdtype = _rdtype_text(rrs.rdtype)
+                lines.extend(f"{owner} {rrs.ttl} IN {rdtype} {text}\n" for text in rrs.texts)
         lines.extend(sig_lines.get(name, ()))
     return "".join(lines)

@@ -18,20 +18,30 @@ from pathlib import Path
 from typing import Any
 
 import dns.zone
+from cryptography.hazmat.primitives import serialization
 from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PrivateKey
 
-from alter_publish.dnssec import SignatureWindow, SignedZone, choose_window, sign_zone
+from alter_publish.dnssec import SignatureWindow, SignedZone, choose_window, sign_records
 from alter_publish.envelope import (
     CLOCK_SKEW_SECONDS,
     Envelope,
     Tags,
+    key_id,
     parse_envelope,
     sign_envelope,
 )
 from alter_publish.errors import AlterError, KeyStoreError, RenderError, UsageError
 from alter_publish.fileio import atomic_write_bytes, content_differs
+from alter_publish.fingerprint import Fingerprint, Inputs, fingerprint_path, forget, inputs_for
 from alter_publish.handles import Handle, normalize_domain, parse_handle
-from alter_publish.identitylog import IdentityLog, LogEntry, append_entries, log_path_for, read_log
+from alter_publish.identitylog import (
+    IdentityLog,
+    LogEntry,
+    MerkleTree,
+    append_entries,
+    log_path_for,
+    read_log,
+)
 from alter_publish.keys import Continuity, HandleKey, KeyStore, ZoneKey, ZoneKeyEntry
 from alter_publish.lifecycle import (
     HandleRevocations,
@@ -41,7 +51,17 @@ from alter_publish.lifecycle import (
     zone_revocations,
 )
 from alter_publish.model import HandleSpec, ZoneSpec, format_utc, load_zone
-from alter_publish.proof import Expectation, ProofReport, prove_served, prove_zone
+from alter_publish.parallel import NoProgress, Progress, Workers, ranges, shared
+from alter_publish.proof import Expectation, ProofReport, prove_records, prove_served, prove_zone
+from alter_publish.records import (
+    HandleRecord,
+    SignedRRs,
+    ZoneRecords,
+    from_zone,
+    split_rendered,
+    unsigned_rrsets,
+    with_handles,
+)
 from alter_publish.render import (
     SignedHandle,
     content_digest,
@@ -77,11 +97,14 @@ class ZoneResult:
     ds_file: Path | None = None
     ds: tuple[str, ...] = ()
     dnssec: dict[str, Any] | None = None
+    #: Nothing changed since the last proven run: nothing was signed, proven or written.
+    unchanged: bool = False
 
     def to_mapping(self) -> dict[str, Any]:
         """JSON-ready form."""
         return {
             "zone": self.zone,
+            "unchanged": self.unchanged,
             "zone_file": str(self.zone_file),
             "envelopes_file": str(self.envelopes_file),
             "serial": self.serial,
@@ -344,7 +367,7 @@ def _tags_after_rc(envelope: Envelope) -> Tags:
 
 
 def _reusable(
-    previous: Envelope | None, spec: HandleSpec, key: HandleKey, now: int, zone: ZoneSpec
+    previous: Envelope | None, spec: HandleSpec, key: _Key, now: int, zone: ZoneSpec
 ) -> bool:
     """True when the logged envelope still says exactly what the definition asks for."""
     if previous is None:
@@ -365,7 +388,7 @@ def _reusable(
 
 
 def _check_against_log(
-    handle_spec: HandleSpec, key: HandleKey, logged: Envelope | None, zone: str
+    handle_spec: HandleSpec, key: _Key, logged: Envelope | None, zone: str
 ) -> None:
     """Never publish an older epoch than the log did, nor another key under its epoch.
 
@@ -394,7 +417,7 @@ def _check_against_log(
 def _previous_key(
     spec: ZoneSpec,
     handle_spec: HandleSpec,
-    key: HandleKey,
+    key: _Key,
     keys: KeyStore,
     revoked: frozenset[int],
     published: bool,
@@ -427,20 +450,107 @@ def _previous_key(
     return keys.load(spec.origin, handle, previous).private_key
 
 
-def _load_keys(spec: ZoneSpec, keys: KeyStore, create: bool) -> list[HandleKey]:
-    loaded: list[HandleKey] = []
-    problems: list[str] = []
-    for handle_spec in spec.handles:
+#: Handles per key-loading task (workers load the next spans while the chain runs).
+KEY_SPAN_HANDLES = 1000
+
+
+@dataclass(frozen=True, slots=True)
+class _Key:
+    """A handle's current key as a worker loaded it; the private key object is made only
+    when an envelope must be signed (its public key is derived on the way: 40 µs)."""
+
+    handle: Handle
+    epoch: int
+    public_key: bytes
+    commitment: bytes
+    seed: bytes = field(repr=False)
+
+    @property
+    def key_id(self) -> str:
+        """Short display id of the public key."""
+        return key_id(self.public_key)
+
+    def private(self) -> Ed25519PrivateKey:
+        """The signing key."""
+        return Ed25519PrivateKey.from_private_bytes(self.seed)
+
+
+def _load_key_span(span: tuple[int, int]) -> list[_Key | str]:
+    """Worker side: the current key of handles ``span`` (or the problem, one line)."""
+    keys, origin, handles, create = shared()
+    loaded: list[_Key | str] = []
+    for handle in handles[span[0] : span[1]]:
         try:
-            loaded.append(keys.current(spec.origin, handle_spec.handle, create=create))
+            key = keys.current(origin, handle, create=create)
         except KeyStoreError as exc:
-            problems.append(str(exc))
-    if problems:
-        more = len(problems) - 1
-        raise KeyStoreError(
-            problems[0] + (f" (+{more} more)" if more else ""), reasons=tuple(problems)
+            loaded.append(str(exc))
+            continue
+        seed = key.private_key.private_bytes(
+            serialization.Encoding.Raw,
+            serialization.PrivateFormat.Raw,
+            serialization.NoEncryption(),
         )
+        loaded.append(_Key(handle, key.epoch, key.public_key, key.commitment, seed))
     return loaded
+
+
+def _sign_handle(
+    spec: ZoneSpec,
+    handle_spec: HandleSpec,
+    key: _Key,
+    keys: KeyStore,
+    now: int,
+    index: LogIndex,
+    revocations: Mapping[str, HandleRevocations],
+    tree: MerkleTree,
+    signed: list[SignedHandle],
+    new_entries: list[LogEntry],
+) -> None:
+    """One link of the envelope chain: log new revocations, then reuse the logged
+    envelope or sign a new one (its ``log=`` is the log so far) and log it.
+
+    Raises:
+        KeyStoreError: the current key is revoked, or behind or different from the log.
+    """
+    handle_revocations = revocations.get(handle_spec.handle.ref, HandleRevocations())
+    published = handle_revocations.every
+    revoked = handle_revocations.epochs
+    if key.epoch in revoked:
+        raise KeyStoreError(
+            f"the current key (epoch {key.epoch}) of {handle_spec.handle.ref} is "
+            f"revoked; run 'alter-publish rotate {handle_spec.handle.ref} --zone "
+            f"{spec.origin} --compromised'",
+            where=handle_spec.handle.ref,
+        )
+    for revocation in handle_revocations.new:
+        entry = LogEntry(owner=handle_spec.owner, text=revocation.to_text())
+        tree.append(entry.to_bytes())
+        new_entries.append(entry)
+    previous = index.latest(handle_spec.owner, handle_spec.handle)
+    _check_against_log(handle_spec, key, previous, spec.origin)
+    if _reusable(previous, handle_spec, key, now, spec):
+        assert previous is not None  # noqa: S101 (narrowing: _reusable checked it)
+        signed.append(SignedHandle(handle_spec, previous, published))
+        return
+    renewal = previous is not None and previous.epoch == key.epoch
+    previous_key = _previous_key(spec, handle_spec, key, keys, revoked, renewal)
+    envelope = sign_envelope(
+        handle=handle_spec.handle,
+        owner=handle_spec.owner,
+        epoch=key.epoch,
+        private_key=key.private(),
+        signed_at=now,
+        expires_at=None if handle_spec.lifetime is None else now + handle_spec.lifetime,
+        log_size=tree.size,
+        log_root=tree.root(),
+        commitment=key.commitment,
+        extra_tags=handle_spec.envelope_tags(),
+        previous_key=previous_key,
+    )
+    entry = LogEntry(owner=handle_spec.owner, text=envelope.to_text())
+    tree.append(entry.to_bytes())
+    new_entries.append(entry)
+    signed.append(SignedHandle(handle_spec, envelope, published))
 
 
 @dataclass(frozen=True, slots=True)
@@ -454,7 +564,7 @@ class ZonePlan:
     state: SerialState
     zone_text: str
     envelopes_json: str
-    zone: dns.zone.Zone
+    served: tuple[SignedRRs, ...]
     signed_zone: SignedZone | None = None
     zone_keys: tuple[ZoneKey, ...] = ()
     expectations: Mapping[str, Expectation] = field(default_factory=dict)
@@ -475,6 +585,8 @@ def plan_zone(
     create_keys: bool,
     templates: Path,
     watch: _Stopwatch,
+    jobs: int = 1,
+    progress: Progress | None = None,
 ) -> ZonePlan:
     """Sign what needs signing and render the zone, without writing outputs.
 
@@ -482,14 +594,14 @@ def plan_zone(
         KeyStoreError: missing or unusable keys.
         RenderError: a template or the rendered zone is broken.
     """
-    with watch.stage("keys"):
-        handle_keys = _load_keys(spec, keys, create_keys)
+    progress = progress or NoProgress()
+    with watch.stage("zone keys"):
         zone_keys = (
             keys.current_zone_keys(spec.origin, create=create_keys, now=now)
             if spec.dnssec.enabled
             else ()
         )
-    with watch.stage("envelopes"):
+    with watch.stage("keys+envelopes"):
         log = read_log(log_path_for(spec.path))
         index = LogIndex(log)
         revocations = zone_revocations(
@@ -498,46 +610,40 @@ def plan_zone(
         tree = log.tree()
         signed: list[SignedHandle] = []
         new_entries: list[LogEntry] = []
-        for handle_spec, key in zip(spec.handles, handle_keys, strict=True):
-            handle_revocations = revocations.get(handle_spec.handle.ref, HandleRevocations())
-            published = handle_revocations.every
-            revoked = handle_revocations.epochs
-            if key.epoch in revoked:
-                raise KeyStoreError(
-                    f"the current key (epoch {key.epoch}) of {handle_spec.handle.ref} is "
-                    f"revoked; run 'alter-publish rotate {handle_spec.handle.ref} --zone "
-                    f"{spec.origin} --compromised'",
-                    where=handle_spec.handle.ref,
-                )
-            for revocation in handle_revocations.new:
-                entry = LogEntry(owner=handle_spec.owner, text=revocation.to_text())
-                tree.append(entry.to_bytes())
-                new_entries.append(entry)
-            previous = index.latest(handle_spec.owner, handle_spec.handle)
-            _check_against_log(handle_spec, key, previous, spec.origin)
-            if _reusable(previous, handle_spec, key, now, spec):
-                assert previous is not None  # noqa: S101 (narrowing: _reusable checked it)
-                signed.append(SignedHandle(handle_spec, previous, published))
-                continue
-            renewal = previous is not None and previous.epoch == key.epoch
-            previous_key = _previous_key(spec, handle_spec, key, keys, revoked, renewal)
-            envelope = sign_envelope(
-                handle=handle_spec.handle,
-                owner=handle_spec.owner,
-                epoch=key.epoch,
-                private_key=key.private_key,
-                signed_at=now,
-                expires_at=None if handle_spec.lifetime is None else now + handle_spec.lifetime,
-                log_size=tree.size,
-                log_root=tree.root(),
-                commitment=key.commitment,
-                extra_tags=handle_spec.envelope_tags(),
-                previous_key=previous_key,
+        problems: list[str] = []
+        progress.start("envelopes", len(spec.handles))
+        # Workers load the keys span by span while this process runs the envelope chain
+        # (each envelope's log= names the log after the one before: it cannot be parallel).
+        spans = ranges(len(spec.handles), KEY_SPAN_HANDLES)
+        loading = (keys, spec.origin, tuple(h.handle for h in spec.handles), create_keys)
+        with Workers(jobs, loading, beside_main=True) as pool:
+            for (first, _), loaded in zip(
+                spans, pool.map_chunks(_load_key_span, spans, progress=progress), strict=True
+            ):
+                for handle_spec, key in zip(spec.handles[first:], loaded, strict=False):
+                    if isinstance(key, str):
+                        problems.append(key)
+                    if problems:
+                        continue  # keep loading to report every problem, sign nothing more
+                    assert not isinstance(key, str)  # noqa: S101 (narrowing)
+                    _sign_handle(
+                        spec,
+                        handle_spec,
+                        key,
+                        keys,
+                        now,
+                        index,
+                        revocations,
+                        tree,
+                        signed,
+                        new_entries,
+                    )
+        if problems:
+            more = len(problems) - 1
+            raise KeyStoreError(
+                problems[0] + (f" (+{more} more)" if more else ""), reasons=tuple(problems)
             )
-            entry = LogEntry(owner=handle_spec.owner, text=envelope.to_text())
-            tree.append(entry.to_bytes())
-            new_entries.append(entry)
-            signed.append(SignedHandle(handle_spec, envelope, published))
+        progress.done()
         expectations = {
             item.spec.handle.ref: _expectation(
                 item.spec,
@@ -548,33 +654,32 @@ def plan_zone(
             for item in signed
         }
     with watch.stage("render"):
-        version = __version__
-        draft = render_zone_text(templates, template_context(spec, signed, 0, version))
         previous_state = SerialState.read(state_path_for(spec.path))
         window = (
             choose_window(previous_state.signatures if previous_state else None, now, spec.dnssec)
             if spec.dnssec.enabled
             else None
         )
-        digest = content_digest(draft + _dnssec_fingerprint(spec, zone_keys, window))
-        serial = (
-            previous_state.next_for(digest, now) if previous_state else min(max(now, 1), SERIAL_MAX)
-        )
-        zone_text = render_zone_text(templates, template_context(spec, signed, serial, version))
-        zone_file, _ = output_paths(Path(), spec.origin)
-        zone = parse_zone_text(zone_text, spec.origin, where=zone_file.name)
-        _refuse_wildcards(zone, zone_file.name)
+        rendered = _render(spec, signed, templates, previous_state, window, zone_keys, now)
+        zone_text, serial, digest, records = rendered
         envelopes_json = envelopes_document(spec, signed, serial)
     signed_zone = None
+    served: tuple[SignedRRs, ...]
     if window is not None:
         with watch.stage("dnssec"):
-            signed_zone = sign_zone(
-                zone, keys=zone_keys, spec=spec.dnssec, window=window, dnskey_ttl=spec.ttl
+            signed_zone = sign_records(
+                records,
+                keys=zone_keys,
+                spec=spec.dnssec,
+                window=window,
+                dnskey_ttl=spec.ttl,
+                jobs=jobs,
+                progress=progress,
             )
             zone_text += _dnssec_section(signed_zone) + signed_zone.records_text
-        with watch.stage("parse"):
-            # The proof serves the bytes that will be written, parsed back as any server would.
-            zone = parse_zone_text(zone_text, spec.origin, where=zone_file.name)
+            served = signed_zone.rrsets
+    else:
+        served = unsigned_rrsets(records)
     return ZonePlan(
         spec=spec,
         log=log,
@@ -585,11 +690,83 @@ def plan_zone(
         ),
         zone_text=zone_text,
         envelopes_json=envelopes_json,
-        zone=zone,
+        served=served,
         signed_zone=signed_zone,
         zone_keys=zone_keys,
         expectations=expectations,
     )
+
+
+#: Rendered in place of the serial, then replaced: one render gives both the digest text
+#: (serial 0) and the zone text. Far above any serial, so it cannot occur by accident.
+_SERIAL_SENTINEL = 987_654_321_987_654_321
+
+
+def _render(
+    spec: ZoneSpec,
+    signed: Sequence[SignedHandle],
+    templates: Path,
+    previous_state: SerialState | None,
+    window: SignatureWindow | None,
+    zone_keys: Sequence[ZoneKey],
+    now: int,
+) -> tuple[str, int, str, ZoneRecords]:
+    """Render the zone once; returns (zone text, serial, content digest, records).
+
+    Raises:
+        RenderError: a template or the rendered zone is broken.
+    """
+    version = __version__
+    rrsets = [
+        HandleRecord.make(
+            item.spec.owner,
+            item.spec.ttl,
+            (item.envelope.to_text(), *(revocation.to_text() for revocation in item.revocations)),
+        )
+        for item in signed
+    ]
+    context = template_context(spec, signed, _SERIAL_SENTINEL, version, rrsets)
+    text = render_zone_text(templates, context)
+    del context  # 100,000 dicts: gone before the zone is signed
+    sentinel = str(_SERIAL_SENTINEL)
+    plain = text.count(sentinel) == 1
+    draft = (
+        text.replace(sentinel, "0")
+        if plain
+        else render_zone_text(templates, template_context(spec, signed, 0, version, rrsets))
+    )
+    digest = content_digest(draft + _dnssec_fingerprint(spec, zone_keys, window))
+    serial = (
+        previous_state.next_for(digest, now) if previous_state else min(max(now, 1), SERIAL_MAX)
+    )
+    zone_text = (
+        text.replace(sentinel, str(serial))
+        if plain
+        else render_zone_text(templates, template_context(spec, signed, serial, version, rrsets))
+    )
+    return zone_text, serial, digest, _records(spec, rrsets, zone_text)
+
+
+def _records(spec: ZoneSpec, handle_records: Sequence[HandleRecord], zone_text: str) -> ZoneRecords:
+    """The rendered zone's records: the handle records taken as rendered, the rest parsed
+    (the whole text is parsed when the template renders the handle records its own way).
+
+    Raises:
+        RenderError: the rendered zone is not valid, or has a wildcard owner.
+    """
+    zone_file, _ = output_paths(Path(), spec.origin)
+    split = split_rendered(zone_text, handle_records)
+    if split is not None:
+        head = parse_zone_text(
+            split.head, spec.origin, where=zone_file.name, line_of=split.original_line
+        )
+        _refuse_wildcards(head, zone_file.name)
+        records = with_handles(from_zone(head), handle_records)
+        if records is not None:
+            return records
+    zone = parse_zone_text(zone_text, spec.origin, where=zone_file.name)
+    _refuse_wildcards(zone, zone_file.name)
+    return from_zone(zone)
 
 
 def _next_state(
@@ -684,11 +861,15 @@ def sign(
     templates: Path | None = None,
     verify: bool = True,
     check: bool = False,
+    jobs: int = 1,
+    progress: Progress | None = None,
 ) -> SignReport:
     """Sign, render and prove every zone; write outputs only if every proof passes.
 
     With ``check`` nothing is written, not even keys: each zone's ``written`` lists
-    the files a real run would change (``SignReport.drift``).
+    the files a real run would change (``SignReport.drift``). ``jobs`` processes sign
+    and verify (the outputs are the same bytes for any ``jobs``); long stages report
+    to ``progress``.
 
     Returns:
         The report; ``ok`` is False (and nothing was written) when a proof failed.
@@ -702,21 +883,48 @@ def sign(
     if check and create_keys:
         raise UsageError("--check changes nothing, so it cannot --create-keys")
     template_dir = templates or default_templates_dir()
-    specs = [load_zone(path) for path in zone_files]
+    progress = progress or NoProgress()
+    options = f"{out.resolve()} {template_dir.resolve()} verify={verify}"
+    specs = []
+    loading: dict[str, float] = {}
+    unchanged: list[ZoneResult] = []
+    for path in zone_files:
+        started = time.perf_counter()
+        same = _unchanged(path, out, keys, template_dir, options, now, started)
+        if same is not None:
+            unchanged.append(same)
+            continue
+        specs.append(load_zone(path))
+        loading[specs[-1].origin] = time.perf_counter() - started
     names = [spec.origin for spec in specs]
     if len(set(names)) != len(names):
         raise UsageError(f"a zone is named twice: {', '.join(names)}")
     plans: list[tuple[ZonePlan, ProofReport | None, _Stopwatch]] = []
     for spec in specs:
         watch = _Stopwatch()
+        watch.stages.append(("load", loading[spec.origin]))
         plan = plan_zone(
-            spec, keys=keys, now=now, create_keys=create_keys, templates=template_dir, watch=watch
+            spec,
+            keys=keys,
+            now=now,
+            create_keys=create_keys,
+            templates=template_dir,
+            watch=watch,
+            jobs=jobs,
+            progress=progress,
         )
         proof = None
         if verify:
             with watch.stage("proof"):
-                proof = prove_zone(
-                    plan.zone, spec, plan.expectations, now=now, anchors=plan.anchors
+                proof = prove_records(
+                    plan.served,
+                    spec,
+                    plan.expectations,
+                    now=now,
+                    zone_text=plan.zone_text,
+                    anchors=plan.anchors,
+                    jobs=jobs,
+                    progress=progress,
                 )
         plans.append((plan, proof, watch))
     committed = all(proof is None or proof.ok for _, proof, _ in plans)
@@ -728,6 +936,8 @@ def sign(
         if committed:
             with watch.stage("write"):
                 written = _commit(plan, zone_file, envelopes_file, ds_file, dry_run=check)
+                if not check:
+                    _record_fingerprint(plan, out, keys, template_dir, options, proven=verify)
         signed_zone = plan.signed_zone
         results.append(
             ZoneResult(
@@ -748,12 +958,134 @@ def sign(
         )
     warnings = tuple(warning for spec in specs for warning in spec.warnings())
     return SignReport(
-        zones=tuple(results),
+        zones=(*unchanged, *results),
         committed=committed and not check,
         warnings=warnings,
         check=check,
         proven=committed,
     )
+
+
+def _fingerprint_inputs(
+    definition: Path,
+    origin: str,
+    out: Path,
+    templates: Path,
+    options: str,
+    zone_keys_dir: str,
+    handle_keys: Sequence[tuple[str, int]],
+) -> Inputs:
+    zone_file, envelopes_file = output_paths(out, origin)
+    return inputs_for(
+        definition,
+        templates=templates,
+        content_files=(
+            revocations_path_for(definition),
+            log_path_for(definition),
+            state_path_for(definition),
+        ),
+        zone_keys_dir=zone_keys_dir,
+        handle_keys=handle_keys,
+        outputs=(zone_file, envelopes_file, ds_path(out, origin)),
+        options=options,
+    )
+
+
+def _unchanged(
+    definition: Path,
+    out: Path,
+    keys: KeyStore,
+    templates: Path,
+    options: str,
+    now: int,
+    started: float,
+) -> ZoneResult | None:
+    """The result of a run that would change nothing (see :mod:`fingerprint`), or None."""
+    record = Fingerprint.read(fingerprint_path(out, definition))
+    if record is None or record.zone_keys_dir != str(keys.zone_keys_dir(record.zone)):
+        return None
+    inputs = _fingerprint_inputs(
+        definition,
+        record.zone,
+        out,
+        templates,
+        options,
+        record.zone_keys_dir,
+        record.handle_keys,
+    )
+    if not record.holds(inputs.digest(), now):
+        return None
+    summary = record.summary
+    zone_file, envelopes_file = output_paths(out, record.zone)
+    ds = tuple(str(line) for line in summary.get("ds", ()))
+    return ZoneResult(
+        zone=record.zone,
+        zone_file=zone_file,
+        envelopes_file=envelopes_file,
+        serial=int(summary["serial"]),
+        handles=len(record.handle_keys),
+        signed=0,
+        reused=len(record.handle_keys),
+        written=(),
+        proof=None,
+        timings=(("unchanged", time.perf_counter() - started),),
+        ds_file=ds_path(out, record.zone) if ds else None,
+        ds=ds,
+        dnssec=summary.get("dnssec"),
+        unchanged=True,
+    )
+
+
+def _valid_span(plan: ZonePlan) -> tuple[int, int]:
+    """The ``now`` values at which a new run would reuse every envelope and RRSIG."""
+    start = max((item.envelope.signed_at for item in plan.signed), default=0)
+    start -= CLOCK_SKEW_SECONDS
+    stop = SERIAL_MAX * 2
+    for item in plan.signed:
+        envelope = item.envelope
+        if envelope.expires_at is not None:
+            lifetime = envelope.expires_at - envelope.signed_at
+            stop = min(stop, envelope.expires_at - plan.spec.renew_window(lifetime))
+    window = plan.state.signatures
+    if window is not None:
+        start = max(start, window.inception)
+        stop = min(stop, window.expiration - plan.spec.dnssec.refresh)
+    return start, stop
+
+
+def _record_fingerprint(
+    plan: ZonePlan, out: Path, keys: KeyStore, templates: Path, options: str, *, proven: bool
+) -> None:
+    """After a written run: record it if proven, else drop any older record."""
+    spec = plan.spec
+    path = fingerprint_path(out, spec.path)
+    if not proven:
+        forget(path)
+        return
+    handle_keys = tuple(
+        (str(keys.handle_dir(spec.origin, item.spec.handle)), item.envelope.epoch)
+        for item in plan.signed
+    )
+    zone_keys_dir = str(keys.zone_keys_dir(spec.origin))
+    inputs = _fingerprint_inputs(
+        spec.path, spec.origin, out, templates, options, zone_keys_dir, handle_keys
+    )
+    valid_from, valid_until = _valid_span(plan)
+    signed_zone = plan.signed_zone
+    summary = {
+        "serial": plan.state.serial,
+        "ds": list(signed_zone.ds_text.splitlines()) if signed_zone else [],
+        "dnssec": _dnssec_summary(plan),
+    }
+    Fingerprint(
+        digest=inputs.digest(),
+        valid_from=valid_from,
+        valid_until=valid_until,
+        zone=spec.origin,
+        zone_keys_dir=zone_keys_dir,
+        handle_keys=handle_keys,
+        summary=summary,
+    ).write(path)
 
 
 def _dnssec_summary(plan: ZonePlan) -> dict[str, Any] | None:

@@ -14,15 +14,22 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
+import dns.name
 import dns.zone
 
 from alter_publish.envelope import Envelope
 from alter_publish.errors import ResolveError
+from alter_publish.fastcheck import ZoneKeys, exchange_many, owner_labels, secure_txt
 from alter_publish.handles import parse_handle
 from alter_publish.model import HandleSpec, ZoneSpec
+from alter_publish.parallel import Progress, Workers, ranges, shared
+from alter_publish.records import SignedRRs, labels_of
+from alter_publish.render import parse_zone_text
 from alter_publish.resolver import Answer, StubResolver, resolve_answer
-from alter_publish.server import ZoneServer
-from alter_publish.validation import TrustAnchor
+from alter_publish.server import Answerer, ZoneServer
+from alter_publish.validation import DNSSECStatus, TrustAnchor
+from alter_publish.wirezone import UnsupportedZoneError, WireRRset, WireZone
+from alter_publish.zoneindex import ResponseCache, ZoneIndex
 
 PROOF_TIMEOUT_SECONDS = 2.0
 
@@ -52,7 +59,19 @@ class HandleProof:
     category: str | None
     detail: str
     dnssec: str
-    envelope: Envelope | None = None
+    #: For a verified envelope: its epoch, key id and expiry.
+    epoch: int | None = None
+    key_id: str | None = None
+    expires_at: int | None = None
+
+    @classmethod
+    def verified(
+        cls, ref: str, owner: str, detail: str, dnssec: str, envelope: Envelope
+    ) -> HandleProof:
+        """A passing verdict for ``envelope``."""
+        return cls(
+            ref, owner, None, detail, dnssec, envelope.epoch, envelope.key_id, envelope.expires_at
+        )
 
     @property
     def ok(self) -> bool:
@@ -61,7 +80,6 @@ class HandleProof:
 
     def to_mapping(self) -> dict[str, Any]:
         """JSON-ready form."""
-        envelope = self.envelope
         return {
             "handle": self.handle,
             "owner": self.owner,
@@ -69,9 +87,9 @@ class HandleProof:
             "category": self.category,
             "detail": self.detail,
             "dnssec": self.dnssec,
-            "epoch": envelope.epoch if envelope else None,
-            "key_id": envelope.key_id if envelope else None,
-            "expires_at": envelope.expires_at if envelope else None,
+            "epoch": self.epoch,
+            "key_id": self.key_id,
+            "expires_at": self.expires_at,
         }
 
 
@@ -124,14 +142,73 @@ def prove_zone(
     *,
     now: int,
     anchors: Sequence[TrustAnchor] = (),
+    jobs: int = 1,
+    progress: Progress | None = None,
 ) -> ProofReport:
     """Serve ``zone`` on 127.0.0.1 (OS-chosen port) and prove it (see :func:`prove_served`).
 
     Raises:
         ServeError: the loopback server could not start.
     """
-    with ZoneServer([zone]) as server:
-        return prove_served(server.address, spec, expected, now=now, anchors=anchors)
+    try:
+        answerer: Answerer = WireZone.from_zone(zone)
+    except UnsupportedZoneError:
+        answerer = ResponseCache(ZoneIndex.build([zone]))
+    return _prove_answerer(answerer, spec, expected, now, anchors, jobs, progress)
+
+
+def prove_records(
+    rrsets: Sequence[SignedRRs],
+    spec: ZoneSpec,
+    expected: Mapping[str, Expectation],
+    *,
+    now: int,
+    zone_text: str,
+    anchors: Sequence[TrustAnchor] = (),
+    jobs: int = 1,
+    progress: Progress | None = None,
+) -> ProofReport:
+    """Serve the zone ``sign`` made (its rrsets in wire form, or ``zone_text`` parsed when
+    the wire server does not support it) on 127.0.0.1 and prove it.
+
+    Raises:
+        RenderError: ``zone_text`` is needed and does not parse.
+        ServeError: the loopback server could not start.
+    """
+    dnssec = spec.dnssec
+    try:
+        answerer: Answerer = WireZone.build(
+            labels_of(spec.origin + "."),
+            [WireRRset(r.owner, r.rdtype, r.ttl, r.rdatas, r.sigs) for r in rrsets],
+            denial=dnssec.denial if dnssec.enabled else None,
+            nsec3_salt=bytes.fromhex(dnssec.nsec3_salt),
+            nsec3_iterations=dnssec.nsec3_iterations,
+        )
+    except UnsupportedZoneError:
+        zone = parse_zone_text(zone_text, spec.origin, where=f"{spec.origin}.zone")
+        answerer = ResponseCache(ZoneIndex.build([zone]))
+    return _prove_answerer(answerer, spec, expected, now, anchors, jobs, progress)
+
+
+def _prove_answerer(
+    answerer: Answerer,
+    spec: ZoneSpec,
+    expected: Mapping[str, Expectation],
+    now: int,
+    anchors: Sequence[TrustAnchor],
+    jobs: int,
+    progress: Progress | None,
+) -> ProofReport:
+    with ZoneServer([], answerer=answerer) as server:
+        return prove_served(
+            server.address,
+            spec,
+            expected,
+            now=now,
+            anchors=anchors,
+            jobs=jobs,
+            progress=progress,
+        )
 
 
 def prove_served(
@@ -143,6 +220,8 @@ def prove_served(
     anchors: Sequence[TrustAnchor] = (),
     timeout: float = PROOF_TIMEOUT_SECONDS,
     secure: bool | None = None,
+    jobs: int = 1,
+    progress: Progress | None = None,
 ) -> ProofReport:
     """Resolve and verify every handle of ``spec`` at the name server ``server``.
 
@@ -150,33 +229,93 @@ def prove_served(
     When ``secure`` (by default: when the zone is DNSSEC-signed) every answer must
     validate ``secure`` to ``anchors``, and a handle the zone does not publish must
     come back as a ``secure`` denial (NSEC/NSEC3); else unsigned answers are accepted.
+
+    Plain secure answers are checked on ``jobs`` processes by :mod:`fastcheck`; every
+    other answer, and every handle that fails there, is resolved again and judged by
+    the full validator, so a verdict never depends on the fast path.
     """
     start = time.perf_counter()
     secure = spec.dnssec.enabled if secure is None else secure
     probe = secure and spec.find(ABSENT_PROBE.ref) is None
-    owners = [handle_spec.owner for handle_spec in spec.handles]
-    if probe:
-        owners.append(ABSENT_PROBE.owner(spec.origin))
+    handles = spec.handles
     host, port = server
+    results: list[HandleProof | None] = [None] * len(handles)
+    if progress is not None:
+        progress.start("proof", len(handles))
     with StubResolver(server, now, anchors, timeout) as stub:
+        keys = _zone_keys(stub, spec) if secure else None
+        if keys is not None and handles:
+            work = (server, spec, expected, keys, now, timeout)
+            with Workers(jobs, work) as pool:
+                spans = ranges(len(handles), PROOF_CHUNK_HANDLES)
+                for (first, _), verdicts in zip(
+                    spans, pool.map_chunks(_prove_span, spans, progress=progress), strict=True
+                ):
+                    results[first : first + len(verdicts)] = verdicts
+        again = [index for index, result in enumerate(results) if result is None]
+        owners = [handles[index].owner for index in again]
+        if probe:
+            owners.append(ABSENT_PROBE.owner(spec.origin))
         try:  # every query in flight at once; see StubResolver.exchange_many
-            answers = stub.query_txt_many(owners)
+            answers = stub.query_txt_many(owners) if owners else []
         except ResolveError as exc:  # the zone's DNSKEY query failed
             answers = [exc] * len(owners)
-    results = [
-        _prove_handle(
-            handle_spec, answer, spec, expected.get(handle_spec.handle.ref), now, secure=secure
-        )
-        for handle_spec, answer in zip(spec.handles, answers, strict=False)
-    ]
+    for index, answer in zip(again, answers, strict=False):
+        handle_spec = handles[index]
+        want = expected.get(handle_spec.handle.ref)
+        results[index] = _prove_handle(handle_spec, answer, spec, want, now, secure=secure)
+        if progress is not None:
+            progress.advance(1)
+    if progress is not None:
+        progress.done()
     denial = _prove_denial(answers[-1], spec, now) if probe else None
     return ProofReport(
         zone=spec.origin,
         server=f"{host}:{port}",
-        results=tuple(results),
+        results=tuple(result for result in results if result is not None),
         seconds=time.perf_counter() - start,
         denial=denial,
     )
+
+
+#: Handles per task of the parallel proof (one pipelined exchange each).
+PROOF_CHUNK_HANDLES = 1000
+
+
+def _zone_keys(stub: StubResolver, spec: ZoneSpec) -> ZoneKeys | None:
+    """The zone's DNSKEYs, validated by the full validator to the trust anchors; None
+    when they do not validate (every handle then takes the full path and says why)."""
+    origin = dns.name.from_text(spec.origin)
+    anchor = next((a for a in stub.anchors if a.zone == origin), None)
+    if anchor is None:
+        return None
+    try:
+        validation, dnskeys = stub.zone_keys(anchor)
+    except ResolveError:
+        return None
+    if validation.status is not DNSSECStatus.SECURE or dnskeys is None:
+        return None
+    return ZoneKeys.from_dnskeys(origin, dnskeys)
+
+
+def _prove_span(span: tuple[int, int]) -> list[HandleProof | None]:
+    """Worker side: prove handles ``span`` through the fast path; None where it declines
+    or the handle fails (the full path then gives the verdict)."""
+    server, spec, expected, keys, now, timeout = shared()
+    handles = spec.handles[span[0] : span[1]]
+    owners = [owner_labels(handle_spec.owner) for handle_spec in handles]
+    replies = exchange_many(server, owners, timeout=timeout)
+    verdicts: list[HandleProof | None] = []
+    for handle_spec, owner, reply in zip(handles, owners, replies, strict=True):
+        texts = None if reply is None else secure_txt(reply, owner, keys, now)
+        if texts is None:
+            verdicts.append(None)
+            continue
+        answer = Answer(handle_spec.owner, texts, "NOERROR", "udp", DNSSECStatus.SECURE)
+        want = expected.get(handle_spec.handle.ref)
+        verdict = _prove_handle(handle_spec, answer, spec, want, now, secure=True)
+        verdicts.append(verdict if verdict.ok else None)
+    return verdicts
 
 
 def _prove_handle(
@@ -213,7 +352,7 @@ def _prove_handle(
     if missing:
         detail = f"{len(missing)} revocation record(s) signed for it are not served"
         return HandleProof(ref, owner, "mismatch", detail, status)
-    return HandleProof(ref, owner, None, resolution.detail, status, resolution.envelope)
+    return HandleProof.verified(ref, owner, resolution.detail, status, resolution.envelope)
 
 
 def _prove_denial(answer: Answer | ResolveError, spec: ZoneSpec, now: int) -> HandleProof:

@@ -4,7 +4,9 @@
 :class:`~alter_publish.zoneindex.ZoneIndex` and answers every query through a
 :class:`~alter_publish.zoneindex.ResponseCache` over the pure
 :func:`~alter_publish.zoneindex.answer`, where all of the DNS logic lives
-(lookups, referrals, NSEC and NSEC3 denial proofs, truncation). The server
+(lookups, referrals, NSEC and NSEC3 denial proofs, truncation). Any other
+:class:`Answerer` can take the cache's place (the wire-level
+:class:`~alter_publish.wirezone.WireZone` for large zones). The server
 only moves bytes: one thread runs a plain ``recvfrom`` loop for UDP, one
 thread accepts TCP connections and each connection gets a thread that answers
 length-prefixed queries until the client closes or goes idle.
@@ -22,7 +24,7 @@ import struct
 import threading
 from collections.abc import Sequence
 from types import TracebackType
-from typing import Final
+from typing import Final, Protocol
 
 import dns.zone
 
@@ -40,6 +42,7 @@ from alter_publish.zoneindex import (
 __all__ = [
     "EDNS_PAYLOAD_OCTETS",
     "UDP_PAYLOAD_MAX_OCTETS",
+    "Answerer",
     "IndexedZone",
     "Resolution",
     "ZoneIndex",
@@ -67,21 +70,32 @@ THREAD_JOIN_SECONDS: Final = 2.0
 WAIT_POLL_SECONDS: Final = 0.5
 
 
+class Answerer(Protocol):
+    """Anything that answers DNS queries wire to wire, as :func:`alter_publish.zoneindex.answer`."""
+
+    def answer(self, wire: bytes, max_udp: int | None) -> bytes | None:
+        """Answer one query (``max_udp`` ``None`` for TCP); ``None`` sends nothing. Never raises."""
+        ...
+
+
 class ZoneServer:
     """Authoritative server for one or more dns.zone.Zone objects, UDP and TCP on the same port.
 
     Use as a context manager (``with ZoneServer(zones) as server:``), or call
     :meth:`start` and :meth:`stop`. The zones are indexed once, when the
     server is created; later changes to the zone objects are not seen, but
-    :meth:`load` swaps in new zones while the server runs.
+    :meth:`load` swaps in new zones while the server runs. Given an
+    ``answerer``, the server answers through it instead (:meth:`load_answerer`
+    swaps it while the server runs).
     """
 
     def __init__(
         self,
-        zones: Sequence[dns.zone.Zone],
+        zones: Sequence[dns.zone.Zone] = (),
         *,
         address: str = "127.0.0.1",
         port: int = 0,
+        answerer: Answerer | None = None,
     ) -> None:
         """Index the zones; nothing is bound until :meth:`start`.
 
@@ -89,11 +103,14 @@ class ZoneServer:
             zones: the zones to serve; origins must be distinct.
             address: the IP address (or host name) to bind.
             port: the UDP and TCP port; 0 lets the OS pick a free one.
+            answerer: answers every query instead of the indexed ``zones``
+                (which may then be empty; :attr:`index` still holds them).
 
         Raises:
             ServeError: a zone has no origin or SOA, or two zones share an origin.
         """
         self._cache = ResponseCache(ZoneIndex.build(zones))
+        self._answerer: Answerer = self._cache if answerer is None else answerer
         self._host = address
         self._port = port
         self._lock = threading.Lock()
@@ -116,10 +133,21 @@ class ZoneServer:
     def load(self, zones: Sequence[dns.zone.Zone]) -> None:
         """Answer from ``zones`` from now on (queries in flight finish on the old ones).
 
+        This also replaces an answerer given to the constructor or to
+        :meth:`load_answerer`.
+
         Raises:
             ServeError: a zone has no origin or SOA, or two zones share an origin.
         """
         self._cache.replace(ZoneIndex.build(zones))
+        self._answerer = self._cache
+
+    def load_answerer(self, answerer: Answerer) -> None:
+        """Answer through ``answerer`` from now on (queries in flight finish on the old one)."""
+        self._answerer = answerer
+
+    def _respond(self, wire: bytes, max_udp: int | None) -> bytes | None:
+        return self._answerer.answer(wire, max_udp)
 
     @property
     def address(self) -> tuple[str, int]:
@@ -276,7 +304,7 @@ class ZoneServer:
     # -- serving threads ----------------------------------------------------
 
     def _serve_udp(self, sock: socket.socket) -> None:
-        respond = self._cache.answer
+        respond = self._respond
         stopping = self._stopping
         recvfrom = sock.recvfrom
         sendto = sock.sendto
@@ -321,7 +349,7 @@ class ZoneServer:
             thread.start()
 
     def _serve_tcp_connection(self, conn: socket.socket) -> None:
-        respond = self._cache.answer
+        respond = self._respond
         try:
             conn.settimeout(TCP_IDLE_TIMEOUT_SECONDS)
             while not self._stopping.is_set():

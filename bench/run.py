@@ -1,0 +1,1157 @@
+"""Benchmark: the scale targets, measured end to end with the real CLI at each size.
+
+For each size (default 1,000, 10,000 and 100,000 handles), in a fresh workspace:
+key generation (not a target), a full first sign of every envelope with existing
+keys, a sign with nothing changed (and a check that no output was rewritten), a
+sign after one handle changed, a sign after one handle key was rotated, then the
+same records DNSSEC-signed by ``ldns-signzone`` and ``dnssec-signzone``, the
+Ed25519 floor from ``openssl speed``, and ``dnsperf`` against ``alter-publish
+serve``. Prints a table as it goes and writes bench/RESULTS.md (after every size).
+
+    python bench/run.py [--sizes 1000,10000,100000] [--jobs N] [--denial nsec|nsec3]
+                        [--keep DIR] [--skip-tools] [--output bench/RESULTS.md]
+
+Runs only the CLI, as subprocesses (``python -m alter_publish``); imports nothing
+from the package. Not part of the test suite.
+"""
+
+from __future__ import annotations
+
+import argparse
+import contextlib
+import importlib.metadata
+import json
+import os
+import platform
+import re
+import shlex
+import shutil
+import signal
+import socket
+import struct
+import subprocess
+import sys
+import tempfile
+import threading
+import time
+from collections import Counter
+from collections.abc import Iterable, Iterator, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import IO, Any
+
+REPO = Path(__file__).resolve().parents[1]
+DEFAULT_OUTPUT = REPO / "bench" / "RESULTS.md"
+ZONE = "bench.example"
+DEFINITION = f"zones/{ZONE}.yaml"
+ZONE_FILE = f"build/{ZONE}.zone"
+ENVELOPES_FILE = f"build/{ZONE}.envelopes.json"
+NOW = 1_767_225_600
+CHANGE_NOW = NOW + 60
+ROTATE_NOW = NOW + 120
+TIERS = ("user{n}", "svc{n}.bot", "cc-agent-{n}")
+CHANGED_HANDLE = "~user3"
+ROTATED_HANDLE = "~user6"
+CHANGED_RESOLVER = "https://bench.example/changed"
+MIN_HANDLES = 10
+SIGNATURE_VALIDITY_SECONDS = 14 * 86400
+SAMPLE_INTERVAL_SECONDS = 0.05
+SERVER_START_TIMEOUT_SECONDS = 1200.0
+SERVER_STOP_TIMEOUT_SECONDS = 10.0
+DNSPERF_SECONDS = 10
+OPENSSL_SPEED_SECONDS = 3
+MIB = 1024 * 1024
+TARGET_SIZE = 100_000
+TARGET_SIGN_SECONDS = 45.0
+TARGET_PEAK_MIB = 1024.0
+TARGET_DNSSEC_RATIO = 1.0
+TARGET_ONE_CHANGE_SECONDS = 3.0
+TARGET_NO_CHANGE_SECONDS = 2.0
+TARGET_QPS = 10_000.0
+DNSSEC_TYPES = frozenset({"RRSIG", "NSEC", "NSEC3", "NSEC3PARAM", "DNSKEY"})
+CLASSES = frozenset({"IN", "CH", "HS", "CS"})
+STAGE_ORDER = ("keys", "envelopes", "render", "dnssec", "parse", "proof", "write")
+PACKAGES = {
+    "ldns-signzone": "ldnsutils",
+    "ldns-keygen": "ldnsutils",
+    "ldns-verify-zone": "ldnsutils",
+    "dnssec-signzone": "bind9-utils",
+    "dnssec-keygen": "bind9-utils",
+    "dnsperf": "dnsperf",
+    "openssl": "openssl",
+}
+QUOTED = re.compile(r'"(?:[^"\\]|\\.)*"')
+
+
+class BenchError(Exception):
+    """A step failed; the message is printed and the run exits non-zero."""
+
+
+# ---------------------------------------------------------------- measuring
+
+
+@dataclass(frozen=True, slots=True)
+class Run:
+    """One finished command: its wall time, memory, exit status and output."""
+
+    argv: tuple[str, ...]
+    wall_seconds: float
+    peak_tree_bytes: int
+    maxrss_bytes: int
+    returncode: int
+    stdout: str
+    stderr: str
+
+    @property
+    def peak_mib(self) -> float:
+        """Peak of the summed VmRSS over the process tree, MiB."""
+        return self.peak_tree_bytes / MIB
+
+    @property
+    def maxrss_mib(self) -> float:
+        """ru_maxrss of the main process (largest of it and its reaped children), MiB."""
+        return self.maxrss_bytes / MIB
+
+
+def process_parents() -> dict[int, int]:
+    """Map every live pid to its parent pid, from /proc/<pid>/stat."""
+    parents: dict[int, int] = {}
+    for entry in Path("/proc").iterdir():
+        if not entry.name.isdigit():
+            continue
+        try:
+            stat = (entry / "stat").read_text()
+        except OSError:
+            continue
+        # pid (comm) state ppid ...: comm may hold spaces and parentheses.
+        fields = stat[stat.rfind(")") + 2 :].split()
+        if len(fields) > 1:
+            parents[int(entry.name)] = int(fields[1])
+    return parents
+
+
+def resident_bytes(pid: int) -> int:
+    """VmRSS of one process in bytes (0 once it is gone or a zombie)."""
+    try:
+        status = Path(f"/proc/{pid}/status").read_text()
+    except OSError:
+        return 0
+    for line in status.splitlines():
+        if line.startswith("VmRSS:"):
+            return int(line.split()[1]) * 1024
+    return 0
+
+
+def tree_resident_bytes(root: int) -> int:
+    """Sum of VmRSS over ``root`` and all its descendants."""
+    children: dict[int, list[int]] = {}
+    for pid, parent in process_parents().items():
+        children.setdefault(parent, []).append(pid)
+    total = 0
+    pending = [root]
+    while pending:
+        pid = pending.pop()
+        total += resident_bytes(pid)
+        pending.extend(children.get(pid, ()))
+    return total
+
+
+class TreeSampler(threading.Thread):
+    """Samples the summed RSS of a process tree every 50 ms; keeps the peak."""
+
+    def __init__(self, root: int) -> None:
+        super().__init__(daemon=True)
+        self.root = root
+        self.peak_bytes = 0
+        self._stop_event = threading.Event()
+
+    def run(self) -> None:
+        """Sample until stopped."""
+        while True:
+            self.peak_bytes = max(self.peak_bytes, tree_resident_bytes(self.root))
+            if self._stop_event.wait(SAMPLE_INTERVAL_SECONDS):
+                return
+
+    def stop(self) -> None:
+        """Stop sampling and wait for the thread."""
+        self._stop_event.set()
+        self.join()
+
+
+def read_back(stream: IO[bytes]) -> str:
+    """Everything written to a temporary output file."""
+    stream.seek(0)
+    return stream.read().decode("utf-8", errors="replace")
+
+
+def measure(argv: Sequence[str], cwd: Path, env: dict[str, str] | None = None) -> Run:
+    """Run one command; wall time, peak tree RSS, ru_maxrss and its output."""
+    with tempfile.TemporaryFile() as out, tempfile.TemporaryFile() as err:
+        start = time.perf_counter()
+        process = subprocess.Popen(argv, cwd=cwd, env=env, stdout=out, stderr=err)
+        sampler = TreeSampler(process.pid)
+        sampler.start()
+        _, status, usage = os.wait4(process.pid, 0)
+        wall = time.perf_counter() - start
+        sampler.stop()
+        process.returncode = os.waitstatus_to_exitcode(status)
+        return Run(
+            argv=tuple(argv),
+            wall_seconds=wall,
+            peak_tree_bytes=sampler.peak_bytes,
+            maxrss_bytes=usage.ru_maxrss * 1024,
+            returncode=process.returncode,
+            stdout=read_back(out),
+            stderr=read_back(err),
+        )
+
+
+def cli_env() -> dict[str, str]:
+    """The environment for CLI runs: this checkout's src first on the path."""
+    env = dict(os.environ)
+    paths = [str(REPO / "src"), *filter(None, env.get("PYTHONPATH", "").split(os.pathsep))]
+    env["PYTHONPATH"] = os.pathsep.join(paths)
+    return env
+
+
+def cli(root: Path, *args: str) -> Run:
+    """Run ``alter-publish ARGS`` in ``root``, measured.
+
+    Raises:
+        BenchError: the command exited non-zero (its stderr is in the message).
+    """
+    run = measure([sys.executable, "-m", "alter_publish", *args], root, cli_env())
+    if run.returncode != 0:
+        raise BenchError(
+            f"alter-publish {shlex.join(args)} failed (exit {run.returncode}) in {root}:\n"
+            f"{run.stderr.rstrip()}"
+        )
+    return run
+
+
+def tool(argv: Sequence[str], cwd: Path) -> Run:
+    """Run another tool, measured.
+
+    Raises:
+        BenchError: it exited non-zero.
+    """
+    run = measure(argv, cwd)
+    if run.returncode != 0:
+        raise BenchError(
+            f"{shlex.join(argv)} failed (exit {run.returncode}):\n"
+            f"{(run.stderr or run.stdout).rstrip()[-2000:]}"
+        )
+    return run
+
+
+def missing(*tools: str) -> str | None:
+    """A note naming the Debian packages of the tools not installed, or None."""
+    absent = [name for name in tools if shutil.which(name) is None]
+    if not absent:
+        return None
+    packages = sorted({PACKAGES.get(name, name) for name in absent})
+    return f"{', '.join(absent)} not found (Debian package {', '.join(packages)}): skipped"
+
+
+# ---------------------------------------------------------------- workspace
+
+
+def write_zone(root: Path, handles: int, denial: str) -> Path:
+    """A DNSSEC zone definition of ``handles`` handles, mixed like bench/sign_zone.py."""
+    lines = [
+        f"zone: {ZONE}",
+        "ttl: 1h",
+        f"ns: [ns1.{ZONE}.]",
+        "hosts: {ns1: [192.0.2.1]}",
+        f"dnssec: {{enabled: true, denial: {denial}}}",
+        "handles:",
+        f"  - handle: ~{ZONE}",
+    ]
+    for n in range(1, handles):
+        name = TIERS[n % len(TIERS)].format(n=n)
+        if n % 10 == 0:
+            lines.append(f"  - {{handle: ~{name}, resolver: 'https://{ZONE}/{n}'}}")
+        else:
+            lines.append(f"  - ~{name}")
+    path = root / DEFINITION
+    path.parent.mkdir(parents=True)
+    path.write_text("\n".join(lines) + "\n")
+    return path
+
+
+def change_handle(definition: Path, handle: str) -> str:
+    """Give ``handle`` a new resolver in the definition; returns what changed.
+
+    Raises:
+        BenchError: the handle is not in the definition.
+    """
+    lines = definition.read_text().splitlines()
+    for index, line in enumerate(lines):
+        if line == f"  - {handle}" or line.startswith(f"  - {{handle: {handle},"):
+            resolver = CHANGED_RESOLVER
+            if resolver in line:
+                resolver += "-again"
+            lines[index] = f"  - {{handle: {handle}, resolver: '{resolver}'}}"
+            definition.write_text("\n".join(lines) + "\n")
+            return f"{handle} resolver -> {resolver}"
+    raise BenchError(f"{definition}: handle {handle} not found")
+
+
+def reset_to_keys_only(root: Path) -> list[str]:
+    """Delete what sign wrote (build/, zones/ files but the definition); keep keys/."""
+    removed: list[str] = []
+    build = root / "build"
+    if build.exists():
+        shutil.rmtree(build)
+        removed.append("build/")
+    for path in sorted((root / "zones").iterdir()):
+        if path.name != Path(DEFINITION).name:
+            if path.is_dir():
+                shutil.rmtree(path)
+            else:
+                path.unlink()
+            removed.append(f"zones/{path.name}")
+    return removed
+
+
+Snapshot = dict[str, tuple[int, int, int]]
+
+
+def snapshot(root: Path) -> Snapshot:
+    """(inode, mtime ns, size) of every file under build/ and zones/."""
+    files: Snapshot = {}
+    for top in ("build", "zones"):
+        for path in sorted((root / top).rglob("*")):
+            if path.is_file():
+                stat = path.stat()
+                key = path.relative_to(root).as_posix()
+                files[key] = (stat.st_ino, stat.st_mtime_ns, stat.st_size)
+    return files
+
+
+def rewritten(before: Snapshot, after: Snapshot) -> list[str]:
+    """Files that were rewritten (+ new, - deleted) between two snapshots."""
+    names = sorted(before.keys() | after.keys())
+    changes: list[str] = []
+    for name in names:
+        if name not in before:
+            changes.append(f"+{name}")
+        elif name not in after:
+            changes.append(f"-{name}")
+        elif before[name] != after[name]:
+            changes.append(name)
+    return changes
+
+
+# ---------------------------------------------------------------- sign reports
+
+
+def zone_report(run: Run) -> dict[str, Any]:
+    """``zones[0]`` of a ``sign --json`` report.
+
+    Raises:
+        BenchError: stdout is not the expected JSON.
+    """
+    try:
+        report = json.loads(run.stdout)
+        zone = report["zones"][0]
+    except (ValueError, KeyError, IndexError, TypeError) as exc:
+        raise BenchError(f"sign --json printed no zone report: {run.stdout[:300]!r}") from exc
+    if not isinstance(zone, dict):
+        raise BenchError(f"sign --json: zones[0] is not an object: {zone!r}")
+    return zone
+
+
+def stage_timings(zone: dict[str, Any]) -> list[tuple[str, float]]:
+    """The report's stage timings, in pipeline order (unknown stages after, as reported)."""
+    timings = zone.get("timings") or {}
+    known = [stage for stage in STAGE_ORDER if stage in timings]
+    others = [stage for stage in timings if stage not in STAGE_ORDER]
+    return [(stage, float(timings[stage])) for stage in (*known, *others)]
+
+
+def signature_count(zone: dict[str, Any]) -> int:
+    """RRSIGs the sign reports (0 without DNSSEC)."""
+    dnssec = zone.get("dnssec") or {}
+    return int(dnssec.get("signatures", 0))
+
+
+def sign_detail(zone: dict[str, Any]) -> str:
+    """signed/reused counts and the stage timings, compactly."""
+    stages = " ".join(f"{stage} {seconds:.2f}" for stage, seconds in stage_timings(zone))
+    return f"signed {zone.get('signed')}, reused {zone.get('reused')}; stages: {stages}"
+
+
+# ---------------------------------------------------------------- zone text
+
+
+def bare_text(line: str) -> str:
+    """A zone-file line without quoted strings and comments."""
+    return QUOTED.sub('""', line).split(";", 1)[0]
+
+
+def record_type(lines: Sequence[str]) -> str:
+    """The type of the record written on ``lines`` (one logical record)."""
+    text = " ".join(bare_text(line) for line in lines).replace("(", " ").replace(")", " ")
+    tokens = text.split()
+    start = 0 if lines[0][:1] in (" ", "\t") else 1
+    for token in tokens[start:]:
+        if not token.isdigit() and token.upper() not in CLASSES:
+            return token.upper()
+    return ""
+
+
+def zone_entries(lines: Iterable[str]) -> Iterator[tuple[str | None, list[str]]]:
+    """(record type, physical lines) per logical record; None for comments and directives."""
+    pending: list[str] = []
+    depth = 0
+    for line in lines:
+        bare = bare_text(line)
+        if not pending and (not bare.strip() or bare.startswith("$")):
+            yield None, [line]
+            continue
+        pending.append(line)
+        depth += bare.count("(") - bare.count(")")
+        if depth > 0:
+            continue
+        yield record_type(pending), pending
+        pending, depth = [], 0
+    if pending:
+        yield record_type(pending), pending
+
+
+def count_types(path: Path) -> Counter[str]:
+    """Records per type in a zone file."""
+    with path.open() as stream:
+        return Counter(kind for kind, _ in zone_entries(stream) if kind)
+
+
+def strip_dnssec(signed: Path, unsigned: Path) -> tuple[Counter[str], Counter[str]]:
+    """Copy ``signed`` without RRSIG, NSEC, NSEC3, NSEC3PARAM, DNSKEY; (kept, dropped)."""
+    kept: Counter[str] = Counter()
+    dropped: Counter[str] = Counter()
+    with signed.open() as source, unsigned.open("w") as target:
+        for kind, lines in zone_entries(source):
+            if kind in DNSSEC_TYPES:
+                dropped[kind] += 1
+                continue
+            if kind:
+                kept[kind] += 1
+            target.writelines(lines)
+    return kept, dropped
+
+
+def describe(counts: Counter[str]) -> str:
+    """``TXT 1000, RRSIG 3007, ...`` (largest first)."""
+    return ", ".join(f"{kind} {number}" for kind, number in counts.most_common())
+
+
+# ---------------------------------------------------------------- other signers
+
+
+@dataclass(frozen=True, slots=True)
+class ToolResult:
+    """One other signer's run on the unsigned copy."""
+
+    label: str
+    run: Run
+    rrsigs: int
+    check: str
+
+
+def signature_window() -> tuple[str, str]:
+    """(inception, expiration) as YYYYMMDDHHMMSS: an hour ago to 14 days ahead, real time."""
+    now = int(time.time())
+    stamp = "%Y%m%d%H%M%S"
+    return (
+        time.strftime(stamp, time.gmtime(now - 3600)),
+        time.strftime(stamp, time.gmtime(now + SIGNATURE_VALIDITY_SECONDS)),
+    )
+
+
+def check_signed(path: Path) -> str:
+    """Untimed sanity check of a signed zone: ldns-verify-zone, else dnssec-verify.
+
+    Raises:
+        BenchError: the checker rejects the zone.
+    """
+    if shutil.which("ldns-verify-zone"):
+        argv = ["ldns-verify-zone", str(path)]
+    elif shutil.which("dnssec-verify"):
+        argv = ["dnssec-verify", "-o", ZONE, str(path)]
+    else:
+        return "not checked (no ldns-verify-zone or dnssec-verify)"
+    done = subprocess.run(argv, capture_output=True, text=True, check=False)
+    if done.returncode != 0:
+        raise BenchError(f"{argv[0]} rejected {path}: {(done.stderr or done.stdout).strip()}")
+    return f"{argv[0]} OK"
+
+
+def ldns_signzone(unsigned: Path, work: Path, denial: str) -> ToolResult:
+    """Time ldns-signzone (Ed25519 KSK + ZSK from ldns-keygen, made untimed)."""
+    work.mkdir()
+    keys = []
+    for ksk in (True, False):
+        argv = ["ldns-keygen", "-a", "ED25519", *(["-k"] if ksk else []), ZONE]
+        keys.append(tool(argv, work).stdout.strip())
+    inception, expiration = signature_window()
+    nsec3 = ["-n", "-t", "0"] if denial == "nsec3" else []
+    output = work / "signed.zone"
+    argv = [
+        "ldns-signzone",
+        *nsec3,
+        "-i",
+        inception,
+        "-e",
+        expiration,
+        "-f",
+        str(output),
+        str(unsigned),
+        *keys,
+    ]
+    run = tool(argv, work)
+    return ToolResult("ldns-signzone", run, count_types(output)["RRSIG"], check_signed(output))
+
+
+def bind_keys(work: Path) -> list[str]:
+    """Ed25519 KSK + ZSK from dnssec-keygen in ``work``; their base names."""
+    keys = []
+    for ksk in (True, False):
+        argv = ["dnssec-keygen", "-q", "-a", "ED25519", *(["-f", "KSK"] if ksk else [])]
+        keys.append(tool([*argv, "-K", str(work), ZONE], work).stdout.strip())
+    return keys
+
+
+def dnssec_signzone(
+    unsigned: Path, work: Path, keys: Sequence[str], denial: str, threads: int
+) -> ToolResult:
+    """Time dnssec-signzone -n THREADS with the keys given explicitly (DNSKEYs in the input)."""
+    source = work / "unsigned+dnskey.zone"
+    if not source.exists():
+        with source.open("w") as target:
+            target.write(unsigned.read_text())
+            for key in keys:
+                target.write((work / f"{key}.key").read_text())
+    inception, expiration = signature_window()
+    nsec3 = ["-3", "-", "-H", "0"] if denial == "nsec3" else []
+    output = work / f"signed-n{threads}.zone"
+    argv = [
+        "dnssec-signzone",
+        "-o",
+        ZONE,
+        "-K",
+        str(work),
+        *nsec3,
+        "-n",
+        str(threads),
+        "-s",
+        inception,
+        "-e",
+        expiration,
+        "-f",
+        str(output),
+        str(source),
+        *keys,
+    ]
+    run = tool(argv, work)
+    label = f"dnssec-signzone -n {threads}"
+    return ToolResult(label, run, count_types(output)["RRSIG"], check_signed(output))
+
+
+@dataclass(frozen=True, slots=True)
+class Speed:
+    """openssl speed ed25519, one core."""
+
+    sign_per_second: float
+    verify_per_second: float
+
+
+def openssl_speed() -> Speed:
+    """Parse ``openssl speed -seconds 3 ed25519``.
+
+    Raises:
+        BenchError: openssl failed or printed no Ed25519 line.
+    """
+    argv = ["openssl", "speed", "-seconds", str(OPENSSL_SPEED_SECONDS), "ed25519"]
+    done = subprocess.run(argv, capture_output=True, text=True, check=False)
+    for line in done.stdout.splitlines():
+        if "Ed25519" in line:
+            numbers = line.split()
+            with contextlib.suppress(ValueError, IndexError):
+                return Speed(float(numbers[-2]), float(numbers[-1]))
+    raise BenchError(f"{shlex.join(argv)}: no Ed25519 line: {done.stdout[-500:]}{done.stderr}")
+
+
+def floor_seconds(handles: int, rrsigs: int, speed: Speed, cores: int) -> float:
+    """Ed25519 arithmetic alone: every sign and 2 verifies per handle, on every core."""
+    signs = (handles + rrsigs) / (speed.sign_per_second * cores)
+    verifies = 2 * handles / (speed.verify_per_second * cores)
+    return signs + verifies
+
+
+# ---------------------------------------------------------------- dnsperf
+
+
+def free_port() -> int:
+    """A loopback port free for both UDP and TCP right now."""
+    for _ in range(100):
+        with socket.socket(socket.AF_INET, socket.SOCK_DGRAM) as udp:
+            udp.bind(("127.0.0.1", 0))
+            port = int(udp.getsockname()[1])
+            with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as tcp:
+                try:
+                    tcp.bind(("127.0.0.1", port))
+                except OSError:
+                    continue
+                return port
+    raise BenchError("no free loopback port for UDP and TCP")
+
+
+def answers(port: int) -> bool:
+    """Does a server on 127.0.0.1:port answer an SOA query for the zone over UDP?"""
+    qname = b"".join(bytes([len(label)]) + label.encode() for label in ZONE.split("."))
+    query = struct.pack("!6H", 0xA17E, 0, 1, 0, 0, 0) + qname + b"\0" + struct.pack("!2H", 6, 1)
+    with socket.socket(socket.AF_INET, socket.SOCK_DGRAM) as udp:
+        udp.settimeout(0.5)
+        try:
+            udp.sendto(query, ("127.0.0.1", port))
+            reply = udp.recv(65535)
+        except OSError:
+            return False
+    return len(reply) >= 12 and reply[:2] == query[:2] and bool(reply[2] & 0x80)
+
+
+@dataclass(frozen=True, slots=True)
+class Dnsperf:
+    """dnsperf figures against alter-publish serve."""
+
+    queries_per_second: float
+    sent: int
+    lost: int
+    start_seconds: float
+
+
+def dnsperf_figure(output: str, label: str) -> str:
+    """The value after ``label:`` in dnsperf's statistics.
+
+    Raises:
+        BenchError: the label is not there.
+    """
+    match = re.search(rf"^\s*{re.escape(label)}:\s+(\S+)", output, re.MULTILINE)
+    if match is None:
+        raise BenchError(f"dnsperf printed no '{label}': {output[-800:]}")
+    return match.group(1)
+
+
+def stop(process: subprocess.Popen[bytes]) -> None:
+    """Ctrl-C the server we started; kill it if it does not stop."""
+    if process.poll() is not None:
+        return
+    process.send_signal(signal.SIGINT)
+    try:
+        process.wait(SERVER_STOP_TIMEOUT_SECONDS)
+    except subprocess.TimeoutExpired:
+        process.kill()
+        process.wait()
+
+
+def run_dnsperf(root: Path) -> Dnsperf:
+    """Serve build/<zone>.zone, query every _alter owner's TXT with dnsperf.
+
+    Raises:
+        BenchError: the server does not come up, or dnsperf fails.
+    """
+    envelopes = json.loads((root / ENVELOPES_FILE).read_text())
+    owners = [str(handle["owner"]) for handle in envelopes["handles"]]
+    queries = root / "dnsperf-queries.txt"
+    queries.write_text("".join(f"{owner} TXT\n" for owner in owners))
+    port = free_port()
+    argv = [sys.executable, "-m", "alter_publish", "serve", ZONE_FILE, "--port", str(port)]
+    with tempfile.TemporaryFile() as err:
+        server = subprocess.Popen(
+            argv, cwd=root, env=cli_env(), stdout=subprocess.DEVNULL, stderr=err
+        )
+        try:
+            start = time.perf_counter()
+            while not answers(port):
+                if server.poll() is not None:
+                    raise BenchError(
+                        f"alter-publish serve exited {server.returncode}: {read_back(err).strip()}"
+                    )
+                if time.perf_counter() - start > SERVER_START_TIMEOUT_SECONDS:
+                    raise BenchError(f"alter-publish serve not answering on port {port}")
+                time.sleep(0.1)
+            started = time.perf_counter() - start
+            perf = [
+                "dnsperf",
+                *("-s", "127.0.0.1", "-p", str(port), "-d", str(queries)),
+                *("-l", str(DNSPERF_SECONDS), "-D", "-c", "1", "-T", "1"),
+            ]
+            output = tool(perf, root).stdout
+        finally:
+            stop(server)
+    return Dnsperf(
+        queries_per_second=float(dnsperf_figure(output, "Queries per second")),
+        sent=int(dnsperf_figure(output, "Queries sent")),
+        lost=int(dnsperf_figure(output, "Queries lost")),
+        start_seconds=started,
+    )
+
+
+# ---------------------------------------------------------------- results
+
+
+@dataclass(frozen=True, slots=True)
+class Row:
+    """One line of a size's table."""
+
+    label: str
+    wall_seconds: float | None
+    peak_mib: float | None
+    maxrss_mib: float | None
+    detail: str
+
+    def text(self) -> str:
+        """The row as printed while running."""
+        wall = "" if self.wall_seconds is None else f"{self.wall_seconds:8.2f} s"
+        peak = "" if self.peak_mib is None else f"{self.peak_mib:6.0f} MiB"
+        return f"  {self.label:34} {wall:>10} {peak:>10}  {self.detail}"
+
+    def markdown(self) -> str:
+        """The row as a Markdown table line."""
+        cells = [
+            self.label,
+            "" if self.wall_seconds is None else f"{self.wall_seconds:.2f}",
+            "" if self.peak_mib is None else f"{self.peak_mib:.0f}",
+            "" if self.maxrss_mib is None else f"{self.maxrss_mib:.0f}",
+            self.detail.replace("|", "\\|"),
+        ]
+        return "| " + " | ".join(cells) + " |"
+
+
+@dataclass(slots=True)
+class SizeResult:
+    """Everything measured at one size; filled in as the steps run."""
+
+    handles: int
+    workspace: Path
+    rows: list[Row] = field(default_factory=list)
+    full_sign: float | None = None
+    dnssec_stage: float | None = None
+    rrsigs: int = 0
+    peak_sign_mib: float | None = None
+    no_change: float | None = None
+    no_change_rewritten: list[str] | None = None
+    one_change: float | None = None
+    rotated: float | None = None
+    ldns: float | None = None
+    floor: float | None = None
+    qps: float | None = None
+    notes: list[str] = field(default_factory=list)
+
+    def add(self, row: Row) -> None:
+        """Keep a row and print it."""
+        self.rows.append(row)
+        print(row.text(), flush=True)
+
+    def add_run(self, label: str, run: Run, detail: str) -> None:
+        """Keep and print a row for a measured run."""
+        self.add(Row(label, run.wall_seconds, run.peak_mib, run.maxrss_mib, detail))
+
+    def note(self, text: str) -> None:
+        """Keep and print a note (a skipped column, a check)."""
+        self.notes.append(text)
+        print(f"  note: {text}", flush=True)
+
+    def ratios(self) -> list[tuple[str, float | None]]:
+        """Our DNSSEC stage and whole sign against ldns-signzone, whole sign against the floor."""
+        return [
+            ("our `dnssec` stage / ldns-signzone", divide(self.dnssec_stage, self.ldns)),
+            ("our whole sign / ldns-signzone", divide(self.full_sign, self.ldns)),
+            ("our whole sign / Ed25519 floor", divide(self.full_sign, self.floor)),
+        ]
+
+
+def divide(top: float | None, bottom: float | None) -> float | None:
+    """top / bottom, or None when either is unknown or bottom is 0."""
+    if top is None or bottom is None or bottom == 0:
+        return None
+    return top / bottom
+
+
+@dataclass(frozen=True, slots=True)
+class Machine:
+    """Where and with what the run happened."""
+
+    date: str
+    cores: int
+    cpu: str
+    python: str
+    libraries: str
+    tools: tuple[str, ...]
+
+
+def first_line(argv: Sequence[str], pattern: str = "") -> str:
+    """The first output line of a command (matching ``pattern``), or 'not installed'."""
+    if shutil.which(argv[0]) is None:
+        return f"{argv[0]}: not installed"
+    done = subprocess.run(argv, capture_output=True, text=True, check=False)
+    for line in (done.stdout + done.stderr).splitlines():
+        if line.strip() and re.search(pattern, line):
+            return line.strip() if argv[0] in line else f"{argv[0]}: {line.strip()}"
+    return f"{argv[0]}: version unknown"
+
+
+def describe_machine() -> Machine:
+    """Date, cores, CPU, Python, library and tool versions."""
+    date = subprocess.run(["date", "-u"], capture_output=True, text=True, check=True).stdout
+    cpu = "unknown"
+    for line in Path("/proc/cpuinfo").read_text().splitlines():
+        if line.startswith("model name"):
+            cpu = line.split(":", 1)[1].strip()
+            break
+    versions = []
+    for name in ("dnspython", "cryptography"):
+        try:
+            versions.append(f"{name} {importlib.metadata.version(name)}")
+        except importlib.metadata.PackageNotFoundError:
+            versions.append(f"{name} not installed")
+    tools = (
+        first_line(["ldns-signzone", "-v"]),
+        first_line(["dnssec-signzone", "-V"]),
+        first_line(["dnsperf", "-h"], "^Version"),
+        first_line(["openssl", "version"]),
+    )
+    return Machine(
+        date=date.strip(),
+        cores=len(os.sched_getaffinity(0)),
+        cpu=cpu,
+        python=f"Python {platform.python_version()} ({sys.executable})",
+        libraries=", ".join(versions),
+        tools=tools,
+    )
+
+
+def verdict(ok: bool | None) -> str:
+    """PASS, FAIL or NOT MEASURED."""
+    return "NOT MEASURED" if ok is None else ("PASS" if ok else "FAIL")
+
+
+def below(value: float | None, limit: float) -> bool | None:
+    """value < limit, or None when not measured."""
+    return None if value is None else value < limit
+
+
+def targets(result: SizeResult) -> list[str]:
+    """The checklist at 100,000 handles, one line per target."""
+    dnssec_ratio = divide(result.dnssec_stage, result.ldns)
+    nothing_rewritten = result.no_change_rewritten == []
+    no_change = below(result.no_change, TARGET_NO_CHANGE_SECONDS)
+    lines = [
+        (below(result.full_sign, TARGET_SIGN_SECONDS), "whole sign < 45 s", result.full_sign, "s"),
+        (below(result.peak_sign_mib, TARGET_PEAK_MIB), "peak < 1 GiB", result.peak_sign_mib, "MiB"),
+        (
+            None if dnssec_ratio is None else dnssec_ratio <= TARGET_DNSSEC_RATIO,
+            "dnssec stage / ldns-signzone <= 1.0",
+            dnssec_ratio,
+            "",
+        ),
+        (
+            below(result.one_change, TARGET_ONE_CHANGE_SECONDS),
+            "one change (handle edited) < 3 s",
+            result.one_change,
+            "s",
+        ),
+        (
+            below(result.rotated, TARGET_ONE_CHANGE_SECONDS),
+            "one change (key rotated, its sign) < 3 s",
+            result.rotated,
+            "s",
+        ),
+        (
+            None if no_change is None else no_change and nothing_rewritten,
+            "no change < 2 s with nothing rewritten",
+            result.no_change,
+            "s, rewritten: " + (", ".join(result.no_change_rewritten or []) or "none"),
+        ),
+        (
+            None if result.qps is None else result.qps >= TARGET_QPS,
+            "dnsperf >= 10,000 qps",
+            result.qps,
+            "qps",
+        ),
+    ]
+    out = []
+    for ok, label, value, unit in lines:
+        measured = "not measured" if value is None else f"{value:,.2f} {unit}".rstrip()
+        out.append(f"- [{'x' if ok else ' '}] {verdict(ok)}: {label} (measured: {measured})")
+    return out
+
+
+def render_results(machine: Machine, command: str, results: Sequence[SizeResult]) -> str:
+    """bench/RESULTS.md."""
+    lines = [
+        "# Scale benchmark results",
+        "",
+        "Written by `bench/run.py` (see bench/README.md); every figure is one real run.",
+        "",
+        f"- date: {machine.date}",
+        f"- machine: {machine.cores} cores, {machine.cpu}",
+        f"- {machine.python}; {machine.libraries}",
+        *(f"- {line}" for line in machine.tools),
+        "",
+        "Command:",
+        "",
+        f"    {command}",
+        "",
+        "Columns: wall seconds; peak = the peak of the summed VmRSS of the process tree",
+        "(sampled every 50 ms); ru_maxrss = wait4's figure for the main process (the",
+        "largest of it and its reaped children; Linux also counts the pre-exec copy of",
+        "run.py, so a small tool shows run.py's own size). keygen is not a target; the",
+        "full sign re-signs every envelope with the keys keygen made.",
+    ]
+    for result in results:
+        lines += [
+            "",
+            f"## {result.handles:,} handles",
+            "",
+            "| step | wall s | peak MiB | ru_maxrss MiB | detail |",
+            "|---|---:|---:|---:|---|",
+            *(row.markdown() for row in result.rows),
+            "",
+            *(
+                f"- {label}: {'n/a' if value is None else f'{value:.2f}'}"
+                for label, value in result.ratios()
+            ),
+            *(f"- note: {text}" for text in result.notes),
+        ]
+        if result.handles == TARGET_SIZE:
+            lines += ["", "### Targets at 100,000 handles", "", *targets(result)]
+    return "\n".join(lines) + "\n"
+
+
+# ---------------------------------------------------------------- one size
+
+
+@dataclass(frozen=True, slots=True)
+class Options:
+    """Parsed command line."""
+
+    sizes: tuple[int, ...]
+    jobs: int | None
+    denial: str
+    keep: Path | None
+    skip_tools: bool
+    output: Path
+
+
+def sign_args(options: Options, now: int, *extra: str) -> list[str]:
+    """``sign --json --now NOW [--jobs N] EXTRA``."""
+    jobs = ["--jobs", str(options.jobs)] if options.jobs is not None else []
+    return ["sign", "--json", "--now", str(now), *jobs, *extra]
+
+
+def run_size(
+    handles: int, root: Path, options: Options, speed: Speed | None, cores: int
+) -> SizeResult:
+    """Every step at one size, in workspace ``root``."""
+    result = SizeResult(handles, root)
+    print(f"\n{handles:,} handles, denial {options.denial}, workspace {root}", flush=True)
+    write_zone(root, handles, options.denial)
+
+    keygen = cli(root, *sign_args(options, NOW, "--create-keys", "--no-verify"))
+    removed = reset_to_keys_only(root)
+    detail = f"{sign_detail(zone_report(keygen))}; then removed {', '.join(removed)}"
+    result.add_run("keygen (not a target)", keygen, detail)
+
+    full = cli(root, *sign_args(options, NOW))
+    zone = zone_report(full)
+    result.full_sign = full.wall_seconds
+    result.rrsigs = signature_count(zone)
+    result.peak_sign_mib = full.peak_mib
+    result.add_run("full sign", full, f"{sign_detail(zone)}; {result.rrsigs} RRSIGs")
+    for stage, seconds in stage_timings(zone):
+        result.add(Row(f"  stage {stage}", seconds, None, None, ""))
+        if stage == "dnssec":
+            result.dnssec_stage = seconds
+
+    before = snapshot(root)
+    again = cli(root, *sign_args(options, NOW))
+    changes = rewritten(before, snapshot(root))
+    result.no_change = again.wall_seconds
+    result.no_change_rewritten = changes
+    result.peak_sign_mib = max(result.peak_sign_mib, again.peak_mib)
+    listed = ", ".join(changes) or "none"
+    result.add_run("no change", again, f"rewritten: {listed}; {sign_detail(zone_report(again))}")
+
+    what = change_handle(root / DEFINITION, CHANGED_HANDLE)
+    before = snapshot(root)
+    changed = cli(root, *sign_args(options, CHANGE_NOW))
+    changes = rewritten(before, snapshot(root))
+    result.one_change = changed.wall_seconds
+    result.peak_sign_mib = max(result.peak_sign_mib, changed.peak_mib)
+    detail = f"{what}; changed: {', '.join(changes) or 'none'}; {sign_detail(zone_report(changed))}"
+    result.add_run("one handle changed", changed, detail)
+
+    rotate = cli(root, "rotate", ROTATED_HANDLE, "--zone", ZONE, "--now", str(ROTATE_NOW))
+    result.add_run(f"rotate {ROTATED_HANDLE} (not a target)", rotate, "")
+    before = snapshot(root)
+    published = cli(root, *sign_args(options, ROTATE_NOW))
+    changes = rewritten(before, snapshot(root))
+    result.rotated = published.wall_seconds
+    result.peak_sign_mib = max(result.peak_sign_mib, published.peak_mib)
+    detail = f"changed: {', '.join(changes) or 'none'}; {sign_detail(zone_report(published))}"
+    result.add_run("one key rotated: sign", published, detail)
+    last_rrsigs = signature_count(zone_report(published))
+
+    if not options.skip_tools:
+        other_signers(result, root, options.denial, last_rrsigs, cores)
+        if speed is not None:
+            handles_signed = int(zone.get("signed", handles))
+            result.floor = floor_seconds(handles_signed, result.rrsigs, speed, cores)
+            result.add(
+                Row(
+                    "Ed25519 floor (openssl speed)",
+                    result.floor,
+                    None,
+                    None,
+                    f"({handles_signed} envelope + {result.rrsigs} RRSIG signs) / "
+                    f"({speed.sign_per_second:,.0f}/s x {cores}) + {2 * handles_signed} "
+                    f"verifies / ({speed.verify_per_second:,.0f}/s x {cores})",
+                )
+            )
+
+    absent = missing("dnsperf")
+    if absent:
+        result.note(absent)
+    else:
+        perf = run_dnsperf(root)
+        result.qps = perf.queries_per_second
+        result.add(
+            Row(
+                "dnsperf (serve, 1 client)",
+                None,
+                None,
+                None,
+                f"{perf.queries_per_second:,.0f} qps, {perf.sent:,} sent, {perf.lost} lost; "
+                f"server answered {perf.start_seconds:.1f} s after start",
+            )
+        )
+    return result
+
+
+def other_signers(result: SizeResult, root: Path, denial: str, rrsigs: int, cores: int) -> None:
+    """Step 6: the same records signed by ldns-signzone and dnssec-signzone."""
+    tools = root / "other-signers"
+    tools.mkdir()
+    unsigned = tools / f"{ZONE}.unsigned.zone"
+    kept, dropped = strip_dnssec(root / ZONE_FILE, unsigned)
+    envelopes = json.loads((root / ENVELOPES_FILE).read_text())
+    expected_txt = len(envelopes["handles"])
+    problems = []
+    if kept["SOA"] != 1:
+        problems.append(f"{kept['SOA']} SOA records")
+    if kept["TXT"] < expected_txt:
+        problems.append(f"{kept['TXT']} TXT records for {expected_txt} envelopes")
+    if dropped["RRSIG"] != rrsigs:
+        problems.append(f"dropped {dropped['RRSIG']} RRSIGs, sign reported {rrsigs}")
+    if problems:
+        raise BenchError(f"unsigned copy of {ZONE_FILE} looks wrong: {'; '.join(problems)}")
+    result.note(f"unsigned copy: kept {describe(kept)}; dropped {describe(dropped)}")
+
+    absent = missing("ldns-signzone", "ldns-keygen")
+    if absent:
+        result.note(absent)
+    else:
+        ldns = ldns_signzone(unsigned, tools / "ldns", denial)
+        result.ldns = ldns.run.wall_seconds
+        result.add_run(ldns.label + " (1 core)", ldns.run, f"{ldns.rrsigs} RRSIGs; {ldns.check}")
+
+    absent = missing("dnssec-signzone", "dnssec-keygen")
+    if absent:
+        result.note(absent)
+    else:
+        work = tools / "bind"
+        work.mkdir()
+        keys = bind_keys(work)
+        for threads in sorted({1, cores}):
+            bind = dnssec_signzone(unsigned, work, keys, denial, threads)
+            detail = f"{bind.rrsigs} RRSIGs (incl. its own verify); {bind.check}"
+            result.add_run(bind.label, bind.run, detail)
+
+
+# ---------------------------------------------------------------- main
+
+
+def parse_options(argv: Sequence[str] | None = None) -> Options:
+    """The command line."""
+    parser = argparse.ArgumentParser(description=(__doc__ or "").splitlines()[0])
+    parser.add_argument("--sizes", default="1000,10000,100000", help="comma-separated")
+    parser.add_argument("--jobs", type=int, help="pass --jobs N to every sign")
+    parser.add_argument("--denial", choices=("nsec", "nsec3"), default="nsec3")
+    parser.add_argument("--keep", type=Path, help="keep workspaces in DIR/<size>")
+    parser.add_argument("--skip-tools", action="store_true", help="skip the other signers")
+    parser.add_argument("--output", type=Path, default=DEFAULT_OUTPUT)
+    args = parser.parse_args(argv)
+    try:
+        sizes = tuple(int(size.replace("_", "")) for size in args.sizes.split(","))
+    except ValueError:
+        parser.error(f"--sizes: not a list of whole numbers: {args.sizes}")
+    if any(size < MIN_HANDLES for size in sizes):
+        parser.error(f"--sizes: every size must be at least {MIN_HANDLES}")
+    if args.jobs is not None and args.jobs < 1:
+        parser.error("--jobs must be at least 1")
+    for size in sizes if args.keep is not None else ():
+        workspace = args.keep / str(size)
+        if workspace.exists() and any(workspace.iterdir()):
+            parser.error(f"--keep: {workspace} is not empty")
+    return Options(sizes, args.jobs, args.denial, args.keep, args.skip_tools, args.output)
+
+
+def main() -> int:
+    """Run every size; write the results after each. Returns the exit status."""
+    options = parse_options()
+    command = shlex.join(["python", *sys.argv])
+    machine = describe_machine()
+    print(f"{machine.date}; {machine.cores} cores, {machine.cpu}")
+    print(f"{machine.python}; {machine.libraries}")
+    for line in machine.tools:
+        print(line)
+    speed = None
+    if not options.skip_tools:
+        absent = missing("openssl")
+        if absent:
+            print(f"note: {absent}")
+        else:
+            speed = openssl_speed()
+            print(
+                f"openssl speed ed25519, one core: {speed.sign_per_second:,.0f} sign/s, "
+                f"{speed.verify_per_second:,.0f} verify/s"
+            )
+    results: list[SizeResult] = []
+    try:
+        for handles in options.sizes:
+            with contextlib.ExitStack() as stack:
+                if options.keep is None:
+                    temp = tempfile.TemporaryDirectory(prefix=f"alter-bench-{handles}-")
+                    root = Path(stack.enter_context(temp))
+                else:
+                    root = options.keep / str(handles)
+                    root.mkdir(parents=True, exist_ok=True)
+                results.append(run_size(handles, root, options, speed, machine.cores))
+            for label, value in results[-1].ratios():
+                print(f"  {label}: {'n/a' if value is None else f'{value:.2f}'}")
+            options.output.write_text(render_results(machine, command, results))
+    except BenchError as error:
+        print(f"run.py: error: {error}", file=sys.stderr)
+        return 1
+    if any(result.handles == TARGET_SIZE for result in results):
+        print("\ntargets at 100,000 handles:")
+        for line in targets(next(r for r in results if r.handles == TARGET_SIZE)):
+            print(line)
+    print(f"\nwrote {options.output}")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,175 @@
+"""Did anything change since the last proven ``sign``? (without reading the definition)
+
+After a proven run, ``sign`` records in ``<out>/.alter-publish/<definition>.json``
+a digest of everything its output depends on: the definition, templates,
+revocations file, log and state files (by content), the zone's DNSSEC key
+files and every handle's key directory and current key file (by ``stat``: inode,
+size, modification time, as git and make judge files), the outputs as written,
+and the span of ``--now`` over which nothing falls due (no envelope to renew,
+no RRSIG to refresh). A later run whose digest matches inside that span would
+write the same bytes, so it stops there: no parse, no signing, no proof, no
+write. Any difference, or any doubt (a missing or unreadable record), means a
+full run.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+from collections.abc import Iterable, Mapping, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from alter_publish.errors import RenderError
+from alter_publish.fileio import atomic_write_bytes
+from alter_publish.version import __version__
+
+FINGERPRINT_FORMAT = "alter-publish/fingerprint/1"
+FINGERPRINT_DIR = ".alter-publish"
+
+
+def fingerprint_path(out: Path, definition: Path) -> Path:
+    """Where the record of the last proven run of ``definition`` into ``out`` lives."""
+    return out / FINGERPRINT_DIR / f"{definition.name}.json"
+
+
+def _stat_line(path: str) -> str:
+    try:
+        info = os.stat(path)  # noqa: PTH116 (str paths: 200,000 stats at 100k handles)
+    except OSError:
+        return f"{path} -\n"
+    return f"{path} {info.st_ino} {info.st_size} {info.st_mtime_ns}\n"
+
+
+def _content_line(path: Path) -> str:
+    try:
+        digest = hashlib.sha256(path.read_bytes()).hexdigest()
+    except OSError:
+        digest = "-"
+    return f"{path} {digest}\n"
+
+
+@dataclass(frozen=True, slots=True)
+class Inputs:
+    """What a run's outputs depend on, as far as the fingerprint tracks it."""
+
+    definition: Path
+    templates: Path
+    content_files: tuple[Path, ...]  # revocations, log, state
+    zone_keys_dir: Path
+    handle_keys: tuple[tuple[str, int], ...]  # (handle key directory, current epoch)
+    outputs: tuple[Path, ...]
+    options: str  # out, templates, verify: what else decides the run
+
+    def digest(self) -> str:
+        """SHA-256 over every tracked input and output."""
+        sha = hashlib.sha256()
+        sha.update(f"{FINGERPRINT_FORMAT} {__version__} {self.options}\n".encode())
+        sha.update(_content_line(self.definition).encode())
+        templates = sorted(self.templates.glob("*.j2")) if self.templates.is_dir() else []
+        for path in (*templates, *self.content_files):
+            sha.update(_content_line(path).encode())
+        try:
+            zone_key_files = sorted(os.listdir(self.zone_keys_dir))  # noqa: PTH208 (names)
+        except OSError:
+            zone_key_files = []
+        lines = [_stat_line(f"{self.zone_keys_dir}/{name}") for name in zone_key_files]
+        sha.update("".join(lines).encode())
+        for directory, epoch in self.handle_keys:
+            sha.update(_stat_line(directory).encode())
+            sha.update(_stat_line(f"{directory}/{epoch}.pem").encode())
+        sha.update("".join(_stat_line(str(path)) for path in self.outputs).encode())
+        return sha.hexdigest()
+
+
+@dataclass(frozen=True, slots=True)
+class Fingerprint:
+    """The record of one proven run: its digest, the span of ``now`` it holds for, and
+    what the report of an unchanged run shows."""
+
+    digest: str
+    valid_from: int
+    valid_until: int
+    zone: str
+    zone_keys_dir: str
+    handle_keys: tuple[tuple[str, int], ...]
+    summary: Mapping[str, Any]
+
+    def holds(self, digest: str, now: int) -> bool:
+        """True when ``digest`` is the recorded one and ``now`` is inside the span."""
+        return digest == self.digest and self.valid_from <= now < self.valid_until
+
+    def to_text(self) -> str:
+        """JSON form."""
+        doc = {
+            "format": FINGERPRINT_FORMAT,
+            "digest": self.digest,
+            "valid_from": self.valid_from,
+            "valid_until": self.valid_until,
+            "zone": self.zone,
+            "zone_keys_dir": self.zone_keys_dir,
+            "handle_keys": [list(item) for item in self.handle_keys],
+            "summary": dict(self.summary),
+        }
+        return json.dumps(doc, separators=(",", ":"), sort_keys=True) + "\n"
+
+    @classmethod
+    def read(cls, path: Path) -> Fingerprint | None:
+        """The record at ``path``; None when missing or not a record (then: a full run)."""
+        try:
+            doc = json.loads(path.read_bytes())
+            if doc["format"] != FINGERPRINT_FORMAT:
+                return None
+            return cls(
+                digest=str(doc["digest"]),
+                valid_from=int(doc["valid_from"]),
+                valid_until=int(doc["valid_until"]),
+                zone=str(doc["zone"]),
+                zone_keys_dir=str(doc["zone_keys_dir"]),
+                handle_keys=tuple((str(name), int(epoch)) for name, epoch in doc["handle_keys"]),
+                summary=dict(doc["summary"]),
+            )
+        except (OSError, ValueError, KeyError, TypeError):
+            return None
+
+    def write(self, path: Path) -> None:
+        """Write the record atomically.
+
+        Raises:
+            RenderError: it cannot be written.
+        """
+        atomic_write_bytes(path, self.to_text().encode(), error=RenderError)
+
+
+def forget(path: Path) -> None:
+    """Drop a record (a failed or unproven run must not leave an old one standing)."""
+    try:
+        path.unlink()
+    except FileNotFoundError:
+        return
+    except OSError as exc:
+        raise RenderError(f"cannot remove: {exc.strerror}", where=str(path)) from exc
+
+
+def inputs_for(
+    definition: Path,
+    *,
+    templates: Path,
+    content_files: Iterable[Path],
+    zone_keys_dir: str,
+    handle_keys: Sequence[tuple[str, int]],
+    outputs: Iterable[Path],
+    options: str,
+) -> Inputs:
+    """The :class:`Inputs` of a run (see the module docstring)."""
+    return Inputs(
+        definition=definition,
+        templates=templates,
+        content_files=tuple(content_files),
+        zone_keys_dir=Path(zone_keys_dir),
+        handle_keys=tuple(handle_keys),
+        outputs=tuple(outputs),
+        options=options,
+    )
