@@ -104,7 +104,7 @@ class Run:
 
     @property
     def peak_mib(self) -> float:
-        """Peak of the summed VmRSS over the process tree, MiB."""
+        """Peak of the summed Pss over the process tree, MiB."""
         return self.peak_tree_bytes / MIB
 
     @property
@@ -131,19 +131,23 @@ def process_parents() -> dict[int, int]:
 
 
 def resident_bytes(pid: int) -> int:
-    """VmRSS of one process in bytes (0 once it is gone or a zombie)."""
+    """Proportional set size (Pss) of one process in bytes (0 once it is gone).
+
+    Workers are forked and share copy-on-write pages with their parent; summing VmRSS
+    over the tree would count those pages once per process, Pss counts them once.
+    """
     try:
-        status = Path(f"/proc/{pid}/status").read_text()
+        rollup = Path(f"/proc/{pid}/smaps_rollup").read_text()
     except OSError:
         return 0
-    for line in status.splitlines():
-        if line.startswith("VmRSS:"):
+    for line in rollup.splitlines():
+        if line.startswith("Pss:"):
             return int(line.split()[1]) * 1024
     return 0
 
 
 def tree_resident_bytes(root: int) -> int:
-    """Sum of VmRSS over ``root`` and all its descendants."""
+    """Sum of Pss over ``root`` and all its descendants."""
     children: dict[int, list[int]] = {}
     for pid, parent in process_parents().items():
         children.setdefault(parent, []).append(pid)
@@ -157,7 +161,7 @@ def tree_resident_bytes(root: int) -> int:
 
 
 class TreeSampler(threading.Thread):
-    """Samples the summed RSS of a process tree every 50 ms; keeps the peak."""
+    """Samples the summed Pss of a process tree every 50 ms; keeps the peak."""
 
     def __init__(self, root: int) -> None:
         super().__init__(daemon=True)
@@ -904,7 +908,7 @@ def render_results(machine: Machine, command: str, results: Sequence[SizeResult]
         "",
         f"    {command}",
         "",
-        "Columns: wall seconds; peak = the peak of the summed VmRSS of the process tree",
+        "Columns: wall seconds; peak = the peak of the summed Pss of the process tree",
         "(sampled every 50 ms); ru_maxrss = wait4's figure for the main process (the",
         "largest of it and its reaped children; Linux also counts the pre-exec copy of",
         "run.py, so a small tool shows run.py's own size). keygen is not a target; the",

@@ -6,6 +6,7 @@ codes"); ``--debug`` re-raises instead, for a traceback.
 
 from __future__ import annotations
 
+import contextlib
 import importlib
 import json
 import os
@@ -49,6 +50,7 @@ from alter_publish.rollover import NextStep, StepResult
 from alter_publish.server import ZoneServer
 from alter_publish.validation import DNSSECStatus, read_trust_anchors
 from alter_publish.version import __version__
+from alter_publish.wirezone import UnsupportedZoneError, WireZone
 
 app = typer.Typer(
     name="alter-publish",
@@ -435,7 +437,13 @@ def serve(
 ) -> None:
     """Serve zone files with the embedded authoritative server (UDP and TCP) until Ctrl-C."""
     zones = [pipeline.read_zone_file(path, _origin_of(path)) for path in zone_files]
-    with ZoneServer(zones, address=address, port=port) as server:
+    answerer: WireZone | None = None
+    if len(zones) == 1:  # one zone: the wire engine (no per-query parsing), when it can
+        with contextlib.suppress(UnsupportedZoneError):
+            answerer = WireZone.from_zone(zones[0])
+    with ZoneServer(
+        [] if answerer else zones, answerer=answerer, address=address, port=port
+    ) as server:
         host, bound = server.address
         names = ", ".join(str(zone.origin) for zone in zones)
         typer.echo(f"serving {names} on {host}:{bound} (udp+tcp); Ctrl-C to stop", err=True)

@@ -1,6 +1,6 @@
 """Did anything change since the last proven ``sign``? (without reading the definition)
 
-After a proven run, ``sign`` records in ``<out>/.alter-publish/<definition>.json``
+After a proven run, ``sign`` records in ``<out>/.<definition>.fingerprint.json``
 a digest of everything its output depends on: the definition, templates,
 revocations file, log and state files (by content), the zone's DNSSEC key
 files and every handle's key directory and current key file (by ``stat``: inode,
@@ -27,12 +27,12 @@ from alter_publish.fileio import atomic_write_bytes
 from alter_publish.version import __version__
 
 FINGERPRINT_FORMAT = "alter-publish/fingerprint/1"
-FINGERPRINT_DIR = ".alter-publish"
 
 
 def fingerprint_path(out: Path, definition: Path) -> Path:
-    """Where the record of the last proven run of ``definition`` into ``out`` lives."""
-    return out / FINGERPRINT_DIR / f"{definition.name}.json"
+    """Where the record of the last proven run of ``definition`` into ``out`` lives
+    (a hidden file beside the outputs; it holds inode numbers, so it is machine-local)."""
+    return out / f".{definition.name}.fingerprint.json"
 
 
 def _stat_line(path: str) -> str:
@@ -44,8 +44,12 @@ def _stat_line(path: str) -> str:
 
 
 def _content_line(path: Path) -> str:
+    sha = hashlib.sha256()
     try:
-        digest = hashlib.sha256(path.read_bytes()).hexdigest()
+        with path.open("rb") as handle:
+            while chunk := handle.read(1 << 20):
+                sha.update(chunk)
+        digest = sha.hexdigest()
     except OSError:
         digest = "-"
     return f"{path} {digest}\n"

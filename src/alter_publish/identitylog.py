@@ -14,7 +14,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from alter_publish.errors import RenderError
-from alter_publish.fileio import atomic_write_bytes
+from alter_publish.fileio import atomic_write_text
 
 LEAF_PREFIX = b"\x00"
 NODE_PREFIX = b"\x01"
@@ -154,6 +154,5 @@ def append_entries(log: IdentityLog, new: Sequence[LogEntry]) -> IdentityLog:
     """
     if not new:
         return log
-    body = "".join(entry.to_line() for entry in (*log.entries, *new)).encode("ascii")
-    atomic_write_bytes(log.path, body)
+    atomic_write_text(log.path, [entry.to_line() for entry in (*log.entries, *new)])
     return IdentityLog(path=log.path, entries=(*log.entries, *new))

@@ -9,6 +9,7 @@ only then write the log, the serial state and the outputs.
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import time
 from collections.abc import Iterator, Mapping, Sequence
@@ -31,7 +32,12 @@ from alter_publish.envelope import (
     sign_envelope,
 )
 from alter_publish.errors import AlterError, KeyStoreError, RenderError, UsageError
-from alter_publish.fileio import atomic_write_bytes, content_differs
+from alter_publish.fileio import (
+    atomic_write_bytes,
+    atomic_write_text,
+    content_differs,
+    text_differs,
+)
 from alter_publish.fingerprint import Fingerprint, Inputs, fingerprint_path, forget, inputs_for
 from alter_publish.handles import Handle, normalize_domain, parse_handle
 from alter_publish.identitylog import (
@@ -562,8 +568,9 @@ class ZonePlan:
     new_entries: tuple[LogEntry, ...]
     signed: tuple[SignedHandle, ...]
     state: SerialState
-    zone_text: str
-    envelopes_json: str
+    #: The zone file's text, in parts written one after the other (the rendered zone,
+    #: then the DNSSEC records): never one 100 MB string at 100,000 handles.
+    zone_text: tuple[str, ...]
     served: tuple[SignedRRs, ...]
     signed_zone: SignedZone | None = None
     zone_keys: tuple[ZoneKey, ...] = ()
@@ -595,12 +602,6 @@ def plan_zone(
         RenderError: a template or the rendered zone is broken.
     """
     progress = progress or NoProgress()
-    with watch.stage("zone keys"):
-        zone_keys = (
-            keys.current_zone_keys(spec.origin, create=create_keys, now=now)
-            if spec.dnssec.enabled
-            else ()
-        )
     with watch.stage("keys+envelopes"):
         log = read_log(log_path_for(spec.path))
         index = LogIndex(log)
@@ -653,6 +654,12 @@ def plan_zone(
             )
             for item in signed
         }
+    with watch.stage("zone keys"):
+        zone_keys = (
+            keys.current_zone_keys(spec.origin, create=create_keys, now=now)
+            if spec.dnssec.enabled
+            else ()
+        )
     with watch.stage("render"):
         previous_state = SerialState.read(state_path_for(spec.path))
         window = (
@@ -661,8 +668,9 @@ def plan_zone(
             else None
         )
         rendered = _render(spec, signed, templates, previous_state, window, zone_keys, now)
-        zone_text, serial, digest, records = rendered
-        envelopes_json = envelopes_document(spec, signed, serial)
+        rendered_text, serial, digest, records = rendered
+        zone_text: tuple[str, ...] = (rendered_text,)
+        del rendered
     signed_zone = None
     served: tuple[SignedRRs, ...]
     if window is not None:
@@ -676,7 +684,9 @@ def plan_zone(
                 jobs=jobs,
                 progress=progress,
             )
-            zone_text += _dnssec_section(signed_zone) + signed_zone.records_text
+            zone_text += (_dnssec_section(signed_zone), signed_zone.records_text)
+            # The records are in zone_text now: the plan keeps no second reference.
+            signed_zone = dataclasses.replace(signed_zone, records_text="")
             served = signed_zone.rrsets
     else:
         served = unsigned_rrsets(records)
@@ -689,7 +699,6 @@ def plan_zone(
             previous_state, serial, digest, window, zone_keys, signed_zone, now, spec.ttl
         ),
         zone_text=zone_text,
-        envelopes_json=envelopes_json,
         served=served,
         signed_zone=signed_zone,
         zone_keys=zone_keys,
@@ -744,6 +753,7 @@ def _render(
         if plain
         else render_zone_text(templates, template_context(spec, signed, serial, version, rrsets))
     )
+    del text, draft  # two more copies of the zone otherwise live through signing
     return zone_text, serial, digest, _records(spec, rrsets, zone_text)
 
 
@@ -888,11 +898,13 @@ def sign(
     specs = []
     loading: dict[str, float] = {}
     unchanged: list[ZoneResult] = []
+    early_warnings: list[str] = []
     for path in zone_files:
         started = time.perf_counter()
         same = _unchanged(path, out, keys, template_dir, options, now, started)
         if same is not None:
-            unchanged.append(same)
+            unchanged.append(same[0])
+            early_warnings.extend(same[1])
             continue
         specs.append(load_zone(path))
         loading[specs[-1].origin] = time.perf_counter() - started
@@ -926,7 +938,8 @@ def sign(
                     jobs=jobs,
                     progress=progress,
                 )
-        plans.append((plan, proof, watch))
+        # The served rrsets were for the proof: ~300 MB at 100,000 handles, not needed to write.
+        plans.append((dataclasses.replace(plan, served=()), proof, watch))
     committed = all(proof is None or proof.ok for _, proof, _ in plans)
     results: list[ZoneResult] = []
     for plan, proof, watch in plans:
@@ -956,7 +969,7 @@ def sign(
                 dnssec=_dnssec_summary(plan),
             )
         )
-    warnings = tuple(warning for spec in specs for warning in spec.warnings())
+    warnings = (*early_warnings, *(warning for spec in specs for warning in spec.warnings()))
     return SignReport(
         zones=(*unchanged, *results),
         committed=committed and not check,
@@ -999,8 +1012,9 @@ def _unchanged(
     options: str,
     now: int,
     started: float,
-) -> ZoneResult | None:
-    """The result of a run that would change nothing (see :mod:`fingerprint`), or None."""
+) -> tuple[ZoneResult, tuple[str, ...]] | None:
+    """The result (and the definition's warnings) of a run that would change nothing
+    (see :mod:`fingerprint`), or None."""
     record = Fingerprint.read(fingerprint_path(out, definition))
     if record is None or record.zone_keys_dir != str(keys.zone_keys_dir(record.zone)):
         return None
@@ -1018,6 +1032,7 @@ def _unchanged(
     summary = record.summary
     zone_file, envelopes_file = output_paths(out, record.zone)
     ds = tuple(str(line) for line in summary.get("ds", ()))
+    warnings = tuple(str(warning) for warning in summary.get("warnings", ()))
     return ZoneResult(
         zone=record.zone,
         zone_file=zone_file,
@@ -1033,7 +1048,7 @@ def _unchanged(
         ds=ds,
         dnssec=summary.get("dnssec"),
         unchanged=True,
-    )
+    ), warnings
 
 
 def _valid_span(plan: ZonePlan) -> tuple[int, int]:
@@ -1073,6 +1088,7 @@ def _record_fingerprint(
     valid_from, valid_until = _valid_span(plan)
     signed_zone = plan.signed_zone
     summary = {
+        "warnings": list(spec.warnings()),
         "serial": plan.state.serial,
         "ds": list(signed_zone.ds_text.splitlines()) if signed_zone else [],
         "dnssec": _dnssec_summary(plan),
@@ -1111,6 +1127,7 @@ def _commit(
     With ``dry_run`` nothing is written: the result lists what would be.
     """
     write = content_differs if dry_run else atomic_write_bytes
+    write_text = text_differs if dry_run else atomic_write_text
     written: list[str] = []
     if plan.new_entries:
         if not dry_run:
@@ -1119,10 +1136,12 @@ def _commit(
     state_path = state_path_for(plan.spec.path)
     if write(state_path, plan.state.to_text().encode()):
         written.append(str(state_path))
-    if write(zone_file, plan.zone_text.encode("utf-8")):
+    if write_text(zone_file, plan.zone_text):
         written.append(str(zone_file))
-    if write(envelopes_file, plan.envelopes_json.encode("utf-8")):
+    envelopes_json = envelopes_document(plan.spec, plan.signed, plan.state.serial)
+    if write_text(envelopes_file, envelopes_json):
         written.append(str(envelopes_file))
+    del envelopes_json
     if plan.signed_zone is not None:
         if write(ds_file, plan.signed_zone.ds_text.encode("ascii")):
             written.append(str(ds_file))

@@ -163,7 +163,7 @@ def prove_records(
     expected: Mapping[str, Expectation],
     *,
     now: int,
-    zone_text: str,
+    zone_text: str | Sequence[str],
     anchors: Sequence[TrustAnchor] = (),
     jobs: int = 1,
     progress: Progress | None = None,
@@ -185,7 +185,8 @@ def prove_records(
             nsec3_iterations=dnssec.nsec3_iterations,
         )
     except UnsupportedZoneError:
-        zone = parse_zone_text(zone_text, spec.origin, where=f"{spec.origin}.zone")
+        text = zone_text if isinstance(zone_text, str) else "".join(zone_text)
+        zone = parse_zone_text(text, spec.origin, where=f"{spec.origin}.zone")
         answerer = ResponseCache(ZoneIndex.build([zone]))
     return _prove_answerer(answerer, spec, expected, now, anchors, jobs, progress)
 

@@ -226,7 +226,6 @@ def make_query(
     dnssec: bool = False,
     payload: int = EDNS_PAYLOAD_OCTETS,
     qclass: str = "IN",
-    options: list[dns.edns.Option] | None = None,
 ) -> bytes:
     name = dns.name.from_text(qname, ORIGIN)
     if edns is None and not dnssec:
@@ -238,7 +237,6 @@ def make_query(
         use_edns=0 if edns is None else edns,
         payload=payload,
         want_dnssec=dnssec,
-        options=options,
     )
     return message.to_wire()
 
