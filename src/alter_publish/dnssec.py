@@ -34,8 +34,8 @@ import dns.rdtypes.ANY.NSEC3PARAM
 import dns.rdtypes.util
 import dns.zone
 from cryptography.hazmat.primitives import serialization
-from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PrivateKey
 
+from alter_publish.ed25519 import SigningKey
 from alter_publish.errors import SigningError
 from alter_publish.keys import ZoneKey, ZoneKeyEntry, ZoneKeyRole
 from alter_publish.model import DNSSECSpec
@@ -302,11 +302,12 @@ class _Signer:
     suffix_text: str  # "<expiration> <inception> <tag> <signer>"
 
 
-def _sign_task(span: tuple[int, int]) -> list[bytes]:
-    """Sign jobs ``span`` of the shared ``(raw keys, jobs)`` (in a worker, or inline)."""
-    raw_keys, todo = shared()
-    private = [Ed25519PrivateKey.from_private_bytes(raw) for raw in raw_keys]
-    signatures = []
+def _sign_task(span: tuple[int, int]) -> list[tuple[bytes, str]]:
+    """Sign jobs ``span`` of the shared ``(raw keys, jobs, owner names)`` (in a worker, or
+    inline): each RRSIG's signature and its master-file line."""
+    raw_keys, todo, names = shared()
+    private = [SigningKey.from_seed(raw) for raw in raw_keys]
+    done = []
     fixed = _RR_FIXED.pack
     for job in todo[span[0] : span[1]]:
         rrs = job.rrs
@@ -315,8 +316,14 @@ def _sign_task(span: tuple[int, int]) -> list[bytes]:
             owner_wire + fixed(rrs.rdtype, _IN, rrs.ttl, len(wire)) + wire
             for wire in sorted(set(rrs.wires))
         )
-        signatures.append(private[job.signer.index].sign(job.header + body))
-    return signatures
+        signature = private[job.signer.index].sign(job.header + body)
+        line = (
+            f"{names[job.owner]} {rrs.ttl} IN RRSIG {_rdtype_text(rrs.rdtype)} "
+            f"{int(ALGORITHM)} {job.header[3]} {rrs.ttl} {job.signer.suffix_text} "
+            f"{base64.b64encode(signature).decode('ascii')}\n"
+        )
+        done.append((signature, line))
+    return done
 
 
 def _raw(key: ZoneKey) -> bytes:
@@ -454,12 +461,15 @@ def sign_records(
     # The workers build each signing input themselves from the jobs they inherit: the
     # inputs (~100 MB at 100,000 handles) never exist all at once, and building them
     # runs in parallel too.
-    with Workers(jobs, (tuple(_raw(key) for key in signing), todo)) as pool:
-        signatures = [
-            signature
+    with Workers(jobs, (tuple(_raw(key) for key in signing), todo, names)) as pool:
+        signed = [
+            item
             for result in pool.map_chunks(_sign_task, ranges(len(todo)), progress=progress)
-            for signature in result
+            for item in result
         ]
+    signatures = [signature for signature, _ in signed]
+    sig_lines = [line for _, line in signed]
+    del signed
     if progress is not None:
         progress.done()
     sigs: dict[int, list[bytes]] = {}  # id(rrs) -> its RRSIG rdatas (rrs objects live on)
@@ -473,7 +483,7 @@ def sign_records(
         for rrs in rrsets
     )
     del sigs
-    text = _dnssec_text(owners, names, signed_by, todo, signatures)
+    text = _dnssec_text(owners, names, signed_by, sig_lines)
     ds_lines = ds_records(dns.name.Name(origin), keys, dnskey_ttl)
     return SignedZone(
         records_text=text,
@@ -490,8 +500,7 @@ def _dnssec_text(
     owners: _Owners,
     names: Mapping[Labels, str],
     signed_by: Mapping[Labels, list[int]],
-    todo: Sequence[_Job],
-    signatures: Sequence[bytes],
+    sig_lines: Sequence[str],
 ) -> str:
     """Master-file lines of every DNSSEC record, owners in canonical order, each owner's
     DNSKEY/NSEC/NSEC3/NSEC3PARAM first, then its RRSIGs by covered type."""
@@ -502,11 +511,5 @@ def _dnssec_text(
             if rrs.rdtype in _DNSSEC_TYPES:
                 rdtype = _rdtype_text(rrs.rdtype)
                 lines.extend(f"{owner} {rrs.ttl} IN {rdtype} {text}\n" for text in rrs.texts)
-        for number in signed_by.get(name, ()):
-            job, rrs = todo[number], todo[number].rrs
-            lines.append(
-                f"{owner} {rrs.ttl} IN RRSIG {_rdtype_text(rrs.rdtype)} "
-                f"{int(ALGORITHM)} {job.header[3]} {rrs.ttl} {job.signer.suffix_text} "
-                f"{base64.b64encode(signatures[number]).decode('ascii')}\n"
-            )
+        lines.extend(sig_lines[number] for number in signed_by.get(name, ()))
     return "".join(lines)

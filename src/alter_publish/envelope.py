@@ -10,9 +10,10 @@ from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
 from enum import StrEnum
 
-from cryptography.exceptions import InvalidSignature
 from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PrivateKey, Ed25519PublicKey
 
+from alter_publish import ed25519
+from alter_publish.ed25519 import SigningKey
 from alter_publish.errors import HandleError, VerificationError
 from alter_publish.handles import Handle, parse_handle
 
@@ -383,11 +384,7 @@ def parse_revocations(texts: Iterable[str]) -> tuple[Revocation, ...]:
 
 
 def _verifies(public_key: bytes, signature: bytes, message: bytes) -> bool:
-    try:
-        Ed25519PublicKey.from_public_bytes(public_key).verify(signature, message)
-    except (InvalidSignature, ValueError):
-        return False
-    return True
+    return ed25519.verify(public_key, signature, message)
 
 
 def _canonical_owner(owner: str) -> str:
@@ -531,7 +528,7 @@ def sign_envelope(
     handle: Handle,
     owner: str,
     epoch: int,
-    private_key: Ed25519PrivateKey,
+    private_key: Ed25519PrivateKey | SigningKey,
     signed_at: int,
     expires_at: int | None,
     log_size: int,
@@ -557,7 +554,9 @@ def sign_envelope(
         raise VerificationError(f"e={epoch} is out of range")
     if expires_at is not None and expires_at <= signed_at:
         raise VerificationError("x= is not after t=")
-    public_key = public_bytes(private_key)
+    public_key = (
+        private_key.public if isinstance(private_key, SigningKey) else public_bytes(private_key)
+    )
     tags: list[tuple[str, str]] = [
         ("v", VERSION),
         ("h", handle.ref),

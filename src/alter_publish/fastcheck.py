@@ -35,9 +35,9 @@ import dns.name
 import dns.rdata
 import dns.rdtypes.ANY.DNSKEY
 import dns.rdtypes.dnskeybase
-from cryptography.exceptions import InvalidSignature
 from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PublicKey
 
+from alter_publish import ed25519
 from alter_publish.errors import ResolveError
 
 __all__ = [
@@ -617,9 +617,7 @@ def _secure_txt(
         )
         signature = message[start + signer_end_offset : end]
         for public in candidates:
-            try:
-                public.verify(signature, signed)
-            except InvalidSignature:
+            if not ed25519.verify(public.public_bytes_raw(), signature, signed):
                 continue
             return tuple(_txt_strings(rdata).decode("latin-1") for rdata in rdatas)
     return None

@@ -5,8 +5,9 @@ from __future__ import annotations
 import contextlib
 import os
 import tempfile
-from collections.abc import Iterator, Sequence
+from collections.abc import Iterable, Iterator
 from pathlib import Path
+from typing import BinaryIO
 
 from alter_publish.errors import AlterError, RenderError
 
@@ -64,38 +65,44 @@ def atomic_write_bytes(
     return True
 
 
-#: Characters encoded at a time by :func:`atomic_write_text` (the text is never encoded
-#: whole: at 100,000 handles that would be another 80 MB at once).
+#: Characters encoded at a time by :func:`atomic_write_text` (text is never encoded
+#: whole: at 100,000 handles that would be another 100 MB at once).
 TEXT_SLICE_CHARS = 1 << 20
 
 
-def _slices(text: str | Sequence[str]) -> Iterator[bytes]:
-    for part in (text,) if isinstance(text, str) else text:
+def _slices(parts: Iterable[str]) -> Iterator[bytes]:
+    for part in parts:
         for start in range(0, len(part), TEXT_SLICE_CHARS):
             yield part[start : start + TEXT_SLICE_CHARS].encode("utf-8")
 
 
-def _same_text(path: Path, text: str | Sequence[str]) -> bool:
-    """True when ``path`` holds exactly ``text`` in UTF-8 (compared slice by slice)."""
+def _parts(text: str | Iterable[str]) -> Iterable[str]:
+    return (text,) if isinstance(text, str) else text
+
+
+def text_differs(path: Path, text: str | Iterable[str]) -> bool:
+    """True when ``path`` is missing or holds other text than ``text`` (mode ignored);
+    ``text`` may be consecutive parts (any iterable: it is read once)."""
     try:
         with path.open("rb") as handle:
-            for expected in _slices(text):
+            for expected in _slices(_parts(text)):
                 if handle.read(len(expected)) != expected:
-                    return False
-            return handle.read(1) == b""
+                    return True
+            return handle.read(1) != b""
     except OSError:
-        return False
+        return True
 
 
 def atomic_write_text(
     path: Path,
-    text: str | Sequence[str],
+    text: str | Iterable[str],
     *,
     mode: int = PUBLIC_MODE,
     error: type[AlterError] = RenderError,
 ) -> bool:
-    """:func:`atomic_write_bytes` for UTF-8 text (or consecutive parts of it), encoded a
-    slice at a time.
+    """:func:`atomic_write_bytes` for UTF-8 text given whole or as consecutive parts (any
+    iterable, read once): one pass writes a temporary file while comparing it with the
+    file in place; the temporary file replaces it only when they differ.
 
     Returns:
         True when the file was (re)written, False when it already held ``text``.
@@ -103,28 +110,35 @@ def atomic_write_text(
     Raises:
         AlterError: (``error``, RenderError by default) the file could not be written.
     """
-    if _same_text(path, text) and (path.stat().st_mode & 0o777) == mode:
-        return False
     try:
         path.parent.mkdir(parents=True, exist_ok=True)
         fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
     except OSError as exc:
         raise error(f"cannot write: {exc.strerror}", where=str(path)) from exc
     try:
-        os.fchmod(fd, mode)
+        try:
+            old: BinaryIO | None = path.open("rb")
+            same = (path.stat().st_mode & 0o777) == mode
+        except OSError:
+            old, same = None, False
         with os.fdopen(fd, "wb") as handle:
-            for data in _slices(text):
+            for data in _slices(_parts(text)):
                 handle.write(data)
-            handle.flush()
-            os.fsync(handle.fileno())
+                if same and old is not None and old.read(len(data)) != data:
+                    same = False
+            if old is not None:
+                same = same and old.read(1) == b""
+                old.close()
+            if not same:
+                os.fchmod(handle.fileno(), mode)
+                handle.flush()
+                os.fsync(handle.fileno())
+        if same:
+            Path(tmp).unlink()
+            return False
         Path(tmp).replace(path)
     except OSError as exc:
         with contextlib.suppress(OSError):
             Path(tmp).unlink()
         raise error(f"cannot write: {exc.strerror}", where=str(path)) from exc
     return True
-
-
-def text_differs(path: Path, text: str | Sequence[str]) -> bool:
-    """True when ``path`` is missing or holds other text than ``text`` (mode ignored)."""
-    return not _same_text(path, text)

@@ -154,5 +154,5 @@ def append_entries(log: IdentityLog, new: Sequence[LogEntry]) -> IdentityLog:
     """
     if not new:
         return log
-    atomic_write_text(log.path, [entry.to_line() for entry in (*log.entries, *new)])
+    atomic_write_text(log.path, (entry.to_line() for entry in (*log.entries, *new)))
     return IdentityLog(path=log.path, entries=(*log.entries, *new))

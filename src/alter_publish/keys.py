@@ -23,6 +23,7 @@ environment (``ALTER_PUBLISH_PASSPHRASE``) or a file named there
 
 from __future__ import annotations
 
+import base64
 import dataclasses
 import json
 import os
@@ -205,8 +206,35 @@ def _private_pem(private_key: Ed25519PrivateKey, passphrase: bytes | None) -> by
     )
 
 
-def _load_private_pem(path: Path, passphrase: bytes | None) -> Ed25519PrivateKey:
+# The unencrypted PKCS#8 form of an Ed25519 key, as cryptography writes it: PEM armour
+# around base64(DER prefix || 32-byte seed). Read by hand (1 µs) where the key is only
+# needed as a seed (the signing workers); anything else goes through cryptography.
+_PEM_LABEL = b"PRIVATE" + b" KEY"
+_PEM_HEAD = b"-----BEGIN " + _PEM_LABEL + b"-----\n"
+_PEM_TAIL = b"\n-----END " + _PEM_LABEL + b"-----\n"
+_PKCS8_ED25519_PREFIX = bytes.fromhex("302e020100300506032b657004220420")
+
+
+def _load_seed(path: Path, passphrase: bytes | None) -> bytes:
+    """The 32-byte seed of a private key file (any form :func:`_load_private_pem` reads)."""
     pem = _read_private(path)
+    if pem.startswith(_PEM_HEAD) and pem.endswith(_PEM_TAIL):
+        try:
+            der = base64.b64decode(pem[len(_PEM_HEAD) : -len(_PEM_TAIL)], validate=True)
+        except ValueError:
+            der = b""
+        if len(der) == 48 and der.startswith(_PKCS8_ED25519_PREFIX):
+            return der[len(_PKCS8_ED25519_PREFIX) :]
+    return _private_key_of(pem, path, passphrase).private_bytes(
+        serialization.Encoding.Raw, serialization.PrivateFormat.Raw, serialization.NoEncryption()
+    )
+
+
+def _load_private_pem(path: Path, passphrase: bytes | None) -> Ed25519PrivateKey:
+    return _private_key_of(_read_private(path), path, passphrase)
+
+
+def _private_key_of(pem: bytes, path: Path, passphrase: bytes | None) -> Ed25519PrivateKey:
     encrypted = b"ENCRYPTED PRIVATE KEY" in pem
     if encrypted and not passphrase:
         raise KeyStoreError(
@@ -542,26 +570,40 @@ class KeyStore:
     ) -> HandleKey:
         """:meth:`load` with the directory listing at hand (one listing per handle)."""
         key_path = Path(f"{directory}/{epoch}{PRIVATE_KEY_SUFFIX}")
-        secret_path = Path(f"{directory}/{epoch}{SECRET_SUFFIX}")
         private_key = _load_private_pem(key_path, self.passphrase)
+        secret = self._secret(directory, epoch, names)
+        if secret is not None:
+            return HandleKey(handle, epoch, private_key, revocation_secret=secret)
+        commitment = self._commitment(directory, epoch, names)
+        return HandleKey(handle, epoch, private_key, revocation_secret=None, commitment=commitment)
+
+    def _secret(self, directory: str, epoch: int, names: Sequence[str]) -> bytes | None:
+        """An epoch's revocation secret from the store; None when it is kept offline.
+
+        Raises:
+            KeyStoreError: unreadable, unsafe permissions, or not a secret.
+        """
+        secret_path = Path(f"{directory}/{epoch}{SECRET_SUFFIX}")
+        if secret_path.name not in names:
+            return None
         try:
-            if secret_path.name not in names:
-                raise FileNotFoundError(secret_path)
             text = _read_private(secret_path).decode("ascii").strip()
-        except FileNotFoundError:
-            pass
-        except UnicodeDecodeError as exc:
+            return b64url_decode(text, SECRET_OCTETS, tag="secret")
+        except (UnicodeDecodeError, VerificationError) as exc:
             raise KeyStoreError(
                 "not a base64url 32-byte revocation secret", where=str(secret_path)
             ) from exc
-        else:
-            try:
-                secret = b64url_decode(text, SECRET_OCTETS, tag="secret")
-            except VerificationError as exc:
-                raise KeyStoreError(
-                    "not a base64url 32-byte revocation secret", where=str(secret_path)
-                ) from exc
-            return HandleKey(handle, epoch, private_key, revocation_secret=secret)
+
+    def _commitment(self, directory: str, epoch: int, names: Sequence[str]) -> bytes:
+        """An epoch's ``rc=``: the hash of its secret, or its ``.rc`` file when offline.
+
+        Raises:
+            KeyStoreError: neither is there, or one is unreadable or malformed.
+        """
+        secret = self._secret(directory, epoch, names)
+        if secret is not None:
+            return revocation_commitment(secret)
+        secret_path = Path(f"{directory}/{epoch}{SECRET_SUFFIX}")
         commitment_path = Path(f"{directory}/{epoch}{COMMITMENT_SUFFIX}")
         try:
             text = commitment_path.read_text(encoding="ascii").strip()
@@ -574,12 +616,40 @@ class KeyStore:
         except (OSError, UnicodeDecodeError) as exc:
             raise KeyStoreError(f"cannot read: {exc}", where=str(commitment_path)) from exc
         try:
-            commitment = b64url_decode(text, 32, tag="rc")
+            return b64url_decode(text, 32, tag="rc")
         except VerificationError as exc:
             raise KeyStoreError(
                 "not a base64url SHA-256 commitment", where=str(commitment_path)
             ) from exc
-        return HandleKey(handle, epoch, private_key, revocation_secret=None, commitment=commitment)
+
+    def current_material(
+        self, zone: str, handle: Handle, *, create: bool = False
+    ) -> tuple[int, bytes, bytes]:
+        """``(epoch, seed, revocation commitment)`` of a handle's current key: what signing
+        needs, read without building a key object (the signing workers' fast path).
+
+        Raises:
+            KeyStoreError: as :meth:`current`.
+        """
+        directory = f"{self.root}/{zone}/{handle.name}"
+        try:
+            names = os.listdir(directory)  # noqa: PTH208 (names only)
+        except FileNotFoundError:
+            names = []
+        except OSError as exc:
+            raise KeyStoreError(f"cannot list keys: {exc.strerror}", where=directory) from exc
+        epochs = [int(m.group(1)) for name in names if (m := _EPOCH_FILE.fullmatch(name))]
+        if not epochs:
+            key = self.current(zone, handle, create=create)
+            seed = key.private_key.private_bytes(
+                serialization.Encoding.Raw,
+                serialization.PrivateFormat.Raw,
+                serialization.NoEncryption(),
+            )
+            return key.epoch, seed, key.commitment
+        epoch = max(epochs)
+        seed = _load_seed(Path(f"{directory}/{epoch}{PRIVATE_KEY_SUFFIX}"), self.passphrase)
+        return epoch, seed, self._commitment(directory, epoch, names)
 
     def current(self, zone: str, handle: Handle, *, create: bool = False) -> HandleKey:
         """The highest-epoch key of a handle, creating epoch 1 when allowed.

@@ -18,7 +18,7 @@ import gc
 import multiprocessing
 import multiprocessing.pool
 import os
-from collections.abc import Callable, Iterator, Sequence
+from collections.abc import Callable, Iterable, Iterator
 from types import TracebackType
 from typing import Any, Protocol, TypeVar
 
@@ -78,6 +78,11 @@ def ranges(count: int, size: int = CHUNK_ITEMS) -> list[tuple[int, int]]:
 _SHARED: list[Any] = [None]
 
 
+def _share(value: Any) -> None:
+    """Worker initializer of a fresh interpreter: publish ``value`` as :func:`shared`."""
+    _SHARED[0] = value
+
+
 def shared() -> Any:
     """The ``shared`` value of the :class:`Workers` this process belongs to (or runs)."""
     return _SHARED[0]
@@ -89,19 +94,28 @@ class Workers:
     Use as a context manager; the processes end with it.
     """
 
-    def __init__(self, jobs: int, shared: Any = None, *, beside_main: bool = False) -> None:
-        """Publish ``shared`` and fork the workers now.
+    def __init__(
+        self, jobs: int, shared: Any = None, *, beside_main: bool = False, fresh: bool = False
+    ) -> None:
+        """Publish ``shared`` and start the workers now.
 
         Args:
             jobs: CPUs to use; 1 runs everything inline.
             shared: what worker functions read through :func:`shared`.
             beside_main: this process keeps working meanwhile (it consumes results
-                as they come), so fork one worker fewer than ``jobs``.
+                as they come), so start one worker fewer than ``jobs``.
+            fresh: start new interpreters instead of forking this process: for a big
+                parent whose memory the workers do not need (forked workers that touch
+                inherited objects copy their pages). ``shared`` is then pickled.
         """
         _SHARED[0] = shared
         processes = max(jobs, 1) - (1 if beside_main else 0)
         self._pool: multiprocessing.pool.Pool | None = None
-        if jobs > 1 and processes >= 1:
+        if jobs > 1 and processes >= 1 and fresh:
+            self._pool = multiprocessing.get_context("spawn").Pool(
+                processes, initializer=_share, initargs=(shared,)
+            )
+        elif jobs > 1 and processes >= 1:
             # Frozen objects are skipped by the garbage collector: without this, each
             # worker's first collection walks (and so copies) the whole inherited heap.
             gc.freeze()
@@ -134,7 +148,7 @@ class Workers:
     def map_chunks(
         self,
         function: Callable[[Any], list[R]],
-        tasks: Sequence[Any],
+        tasks: Iterable[Any],
         *,
         progress: Progress | None = None,
     ) -> Iterator[list[R]]:

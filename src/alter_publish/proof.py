@@ -9,20 +9,24 @@ publish must be served beside the envelope.
 
 from __future__ import annotations
 
+import contextlib
 import time
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
 import dns.name
+import dns.rdata
+import dns.rdataclass
+import dns.rdatatype
 import dns.zone
 
 from alter_publish.envelope import Envelope
 from alter_publish.errors import ResolveError
 from alter_publish.fastcheck import ZoneKeys, exchange_many, owner_labels, secure_txt
-from alter_publish.handles import parse_handle
+from alter_publish.handles import Handle, parse_handle
 from alter_publish.model import HandleSpec, ZoneSpec
-from alter_publish.parallel import Progress, Workers, ranges, shared
+from alter_publish.parallel import Progress, Workers, ranges
 from alter_publish.records import SignedRRs, labels_of
 from alter_publish.render import parse_zone_text
 from alter_publish.resolver import Answer, StubResolver, resolve_answer
@@ -150,11 +154,12 @@ def prove_zone(
     Raises:
         ServeError: the loopback server could not start.
     """
-    try:
-        answerer: Answerer = WireZone.from_zone(zone)
-    except UnsupportedZoneError:
-        answerer = ResponseCache(ZoneIndex.build([zone]))
-    return _prove_answerer(answerer, spec, expected, now, anchors, jobs, progress)
+    with Workers(jobs, fresh=True) as workers:  # they start while the zone is indexed
+        try:
+            answerer: Answerer = WireZone.from_zone(zone)
+        except UnsupportedZoneError:
+            answerer = ResponseCache(ZoneIndex.build([zone]))
+        return _prove_answerer(answerer, spec, expected, now, anchors, workers, progress)
 
 
 def prove_records(
@@ -176,19 +181,23 @@ def prove_records(
         ServeError: the loopback server could not start.
     """
     dnssec = spec.dnssec
-    try:
-        answerer: Answerer = WireZone.build(
-            labels_of(spec.origin + "."),
-            [WireRRset(r.owner, r.rdtype, r.ttl, r.rdatas, r.sigs) for r in rrsets],
-            denial=dnssec.denial if dnssec.enabled else None,
-            nsec3_salt=bytes.fromhex(dnssec.nsec3_salt),
-            nsec3_iterations=dnssec.nsec3_iterations,
-        )
-    except UnsupportedZoneError:
-        text = zone_text if isinstance(zone_text, str) else "".join(zone_text)
-        zone = parse_zone_text(text, spec.origin, where=f"{spec.origin}.zone")
-        answerer = ResponseCache(ZoneIndex.build([zone]))
-    return _prove_answerer(answerer, spec, expected, now, anchors, jobs, progress)
+    # Fresh interpreters, not forks: forked workers would copy every page of this big
+    # process that their allocations land in (hundreds of MB at 100,000 handles). They
+    # start while the zone is indexed.
+    with Workers(jobs, fresh=True) as workers:
+        try:
+            answerer: Answerer = WireZone.build(
+                labels_of(spec.origin + "."),
+                [WireRRset(r.owner, r.rdtype, r.ttl, r.rdatas, r.sigs) for r in rrsets],
+                denial=dnssec.denial if dnssec.enabled else None,
+                nsec3_salt=bytes.fromhex(dnssec.nsec3_salt),
+                nsec3_iterations=dnssec.nsec3_iterations,
+            )
+        except UnsupportedZoneError:
+            text = zone_text if isinstance(zone_text, str) else "".join(zone_text)
+            zone = parse_zone_text(text, spec.origin, where=f"{spec.origin}.zone")
+            answerer = ResponseCache(ZoneIndex.build([zone]))
+        return _prove_answerer(answerer, spec, expected, now, anchors, workers, progress)
 
 
 def _prove_answerer(
@@ -197,7 +206,7 @@ def _prove_answerer(
     expected: Mapping[str, Expectation],
     now: int,
     anchors: Sequence[TrustAnchor],
-    jobs: int,
+    workers: Workers,
     progress: Progress | None,
 ) -> ProofReport:
     with ZoneServer([], answerer=answerer) as server:
@@ -207,7 +216,7 @@ def _prove_answerer(
             expected,
             now=now,
             anchors=anchors,
-            jobs=jobs,
+            workers=workers,
             progress=progress,
         )
 
@@ -222,6 +231,7 @@ def prove_served(
     timeout: float = PROOF_TIMEOUT_SECONDS,
     secure: bool | None = None,
     jobs: int = 1,
+    workers: Workers | None = None,
     progress: Progress | None = None,
 ) -> ProofReport:
     """Resolve and verify every handle of ``spec`` at the name server ``server``.
@@ -231,9 +241,10 @@ def prove_served(
     validate ``secure`` to ``anchors``, and a handle the zone does not publish must
     come back as a ``secure`` denial (NSEC/NSEC3); else unsigned answers are accepted.
 
-    Plain secure answers are checked on ``jobs`` processes by :mod:`fastcheck`; every
-    other answer, and every handle that fails there, is resolved again and judged by
-    the full validator, so a verdict never depends on the fast path.
+    Plain secure answers are checked by :mod:`fastcheck` on ``workers`` (or ``jobs``
+    processes forked here); every other answer, and every handle that fails there, is
+    resolved again and judged by the full validator, so a verdict never depends on the
+    fast path.
     """
     start = time.perf_counter()
     secure = spec.dnssec.enabled if secure is None else secure
@@ -244,15 +255,38 @@ def prove_served(
     if progress is not None:
         progress.start("proof", len(handles))
     with StubResolver(server, now, anchors, timeout) as stub:
-        keys = _zone_keys(stub, spec) if secure else None
-        if keys is not None and handles:
-            work = (server, spec, expected, keys, now, timeout)
-            with Workers(jobs, work) as pool:
-                spans = ranges(len(handles), PROOF_CHUNK_HANDLES)
+        dnskeys = _zone_keys(stub, spec) if secure else None
+        if dnskeys is not None and handles:
+            # Each task carries its handles as plain tuples (the workers may be fresh
+            # interpreters that share nothing with this process).
+            work = (server, spec.origin, dnskeys, now, timeout)
+            spans = ranges(len(handles), PROOF_CHUNK_HANDLES)
+            tasks = (
+                (
+                    work,
+                    [
+                        (h.handle.ref, h.owner, expected.get(h.handle.ref))
+                        for h in handles[first:stop]
+                    ],
+                )
+                for first, stop in spans
+            )
+            with contextlib.ExitStack() as stack:
+                pool = workers or stack.enter_context(Workers(jobs, fresh=True))
                 for (first, _), verdicts in zip(
-                    spans, pool.map_chunks(_prove_span, spans, progress=progress), strict=True
+                    spans, pool.map_chunks(_prove_span, tasks, progress=progress), strict=True
                 ):
-                    results[first : first + len(verdicts)] = verdicts
+                    for index, passed in enumerate(verdicts, start=first):
+                        if passed is not None:
+                            handle_spec = handles[index]
+                            results[index] = HandleProof(
+                                handle_spec.handle.ref,
+                                handle_spec.owner,
+                                None,
+                                passed[0],
+                                str(DNSSECStatus.SECURE),
+                                *passed[1:],
+                            )
         again = [index for index, result in enumerate(results) if result is None]
         owners = [handles[index].owner for index in again]
         if probe:
@@ -283,9 +317,10 @@ def prove_served(
 PROOF_CHUNK_HANDLES = 1000
 
 
-def _zone_keys(stub: StubResolver, spec: ZoneSpec) -> ZoneKeys | None:
-    """The zone's DNSKEYs, validated by the full validator to the trust anchors; None
-    when they do not validate (every handle then takes the full path and says why)."""
+def _zone_keys(stub: StubResolver, spec: ZoneSpec) -> tuple[bytes, ...] | None:
+    """The zone's DNSKEY rdata wires, validated by the full validator to the trust
+    anchors; None when they do not validate (every handle then takes the full path and
+    says why)."""
     origin = dns.name.from_text(spec.origin)
     anchor = next((a for a in stub.anchors if a.zone == origin), None)
     if anchor is None:
@@ -296,27 +331,58 @@ def _zone_keys(stub: StubResolver, spec: ZoneSpec) -> ZoneKeys | None:
         return None
     if validation.status is not DNSSECStatus.SECURE or dnskeys is None:
         return None
-    return ZoneKeys.from_dnskeys(origin, dnskeys)
+    return tuple(rdata.to_digestable() for rdata in dnskeys)
 
 
-def _prove_span(span: tuple[int, int]) -> list[HandleProof | None]:
-    """Worker side: prove handles ``span`` through the fast path; None where it declines
-    or the handle fails (the full path then gives the verdict)."""
-    server, spec, expected, keys, now, timeout = shared()
-    handles = spec.handles[span[0] : span[1]]
-    owners = [owner_labels(handle_spec.owner) for handle_spec in handles]
+#: A fast-path verdict as it crosses the process boundary: (detail, epoch, key id, expiry)
+#: of a handle that passed, None for one the full path must judge. (Plain tuples pickle
+#: several times faster than dataclasses: 100,000 of them per proof.)
+_Passed = tuple[str, int | None, str | None, int | None]
+
+
+#: One handle as a proof task carries it: (handle ref, owner, what was signed for it).
+_Task = tuple[str, str, Expectation | None]
+
+
+def _prove_span(
+    task: tuple[tuple[tuple[str, int], str, tuple[bytes, ...], int, float], list[_Task]],
+) -> list[_Passed | None]:
+    """Worker side: prove these handles through the fast path; None where it declines or
+    the handle fails (the full path then gives the verdict)."""
+    (server, origin, dnskeys, now, timeout), tasks = task
+    keys = _worker_keys(origin, dnskeys)
+    owners = [owner_labels(owner) for _, owner, _ in tasks]
     replies = exchange_many(server, owners, timeout=timeout)
-    verdicts: list[HandleProof | None] = []
-    for handle_spec, owner, reply in zip(handles, owners, replies, strict=True):
-        texts = None if reply is None else secure_txt(reply, owner, keys, now)
+    verdicts: list[_Passed | None] = []
+    for (ref, owner, want), labels, reply in zip(tasks, owners, replies, strict=True):
+        texts = None if reply is None else secure_txt(reply, labels, keys, now)
         if texts is None:
             verdicts.append(None)
             continue
-        answer = Answer(handle_spec.owner, texts, "NOERROR", "udp", DNSSECStatus.SECURE)
-        want = expected.get(handle_spec.handle.ref)
-        verdict = _prove_handle(handle_spec, answer, spec, want, now, secure=True)
-        verdicts.append(verdict if verdict.ok else None)
+        answer = Answer(owner, texts, "NOERROR", "udp", DNSSECStatus.SECURE)
+        verdict = _judge(parse_handle(ref), owner, answer, origin, want, now, secure=True)
+        verdicts.append(
+            (verdict.detail, verdict.epoch, verdict.key_id, verdict.expires_at)
+            if verdict.ok
+            else None
+        )
     return verdicts
+
+
+_WORKER_KEYS: dict[tuple[str, tuple[bytes, ...]], ZoneKeys] = {}
+
+
+def _worker_keys(origin: str, dnskeys: tuple[bytes, ...]) -> ZoneKeys:
+    """The zone keys from their DNSKEY rdata wires (made once per worker process)."""
+    found = _WORKER_KEYS.get((origin, dnskeys))
+    if found is None:
+        name = dns.name.from_text(origin)
+        rdatas = [
+            dns.rdata.from_wire(dns.rdataclass.IN, dns.rdatatype.DNSKEY, wire, 0, len(wire))
+            for wire in dnskeys
+        ]
+        found = _WORKER_KEYS.setdefault((origin, dnskeys), ZoneKeys.from_dnskeys(name, rdatas))
+    return found
 
 
 def _prove_handle(
@@ -328,15 +394,31 @@ def _prove_handle(
     *,
     secure: bool,
 ) -> HandleProof:
-    ref, owner = handle_spec.handle.ref, handle_spec.owner
+    return _judge(
+        handle_spec.handle, handle_spec.owner, answer, spec.origin, want, now, secure=secure
+    )
+
+
+def _judge(
+    handle: Handle,
+    owner: str,
+    answer: Answer | ResolveError,
+    origin: str,
+    want: Expectation | None,
+    now: int,
+    *,
+    secure: bool,
+) -> HandleProof:
+    """The verdict on one handle's answer (what :func:`_prove_handle` says, from parts)."""
+    ref = handle.ref
     if isinstance(answer, ResolveError):
         return HandleProof(ref, owner, "network", answer.what, "unknown")
     if want is None:
         return HandleProof(ref, owner, "not-signed", "no signed envelope on record", "unknown")
     resolution = resolve_answer(
-        handle_spec.handle,
+        handle,
         answer,
-        substrate=spec.origin,
+        substrate=origin,
         now=now,
         allow_insecure=not secure,
         # A verifier pinned to the previous epoch: the psig must verify with its key.

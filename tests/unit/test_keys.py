@@ -222,3 +222,29 @@ def test_corrupt_rotation_is_refused(tmp_path: Path, change: str | dict[str, obj
     with pytest.raises(KeyStoreError) as excinfo:
         store.rotation("example.com", BLAKE, 2)
     assert excinfo.value.where == str(path)
+
+
+@pytest.mark.parametrize(
+    ("passphrase", "offline"),
+    [
+        pytest.param(None, False, id="plain"),
+        pytest.param(b"correct horse", False, id="encrypted"),
+        pytest.param(None, True, id="secret-offline"),
+    ],
+)
+def test_current_material_is_what_the_key_object_holds(
+    tmp_path: Path, passphrase: bytes | None, offline: bool
+) -> None:
+    from cryptography.hazmat.primitives import serialization
+
+    store = KeyStore(tmp_path / "keys", passphrase=passphrase)
+    handle = parse_handle("~blake")
+    for epoch in (1, 2):  # the current epoch is the highest
+        secret_out = tmp_path / f"secret-{epoch}" if offline else None
+        store.generate("example.com", handle, epoch, secret_out=secret_out)
+    key = store.current("example.com", handle)
+    epoch, seed, commitment = store.current_material("example.com", handle)
+    raw = key.private_key.private_bytes(
+        serialization.Encoding.Raw, serialization.PrivateFormat.Raw, serialization.NoEncryption()
+    )
+    assert (epoch, seed, commitment) == (2, raw, key.commitment)
