@@ -70,7 +70,19 @@ TARGET_NO_CHANGE_SECONDS = 2.0
 TARGET_QPS = 10_000.0
 DNSSEC_TYPES = frozenset({"RRSIG", "NSEC", "NSEC3", "NSEC3PARAM", "DNSKEY"})
 CLASSES = frozenset({"IN", "CH", "HS", "CS"})
-STAGE_ORDER = ("keys", "envelopes", "render", "dnssec", "parse", "proof", "write")
+STAGE_ORDER = (
+    "load",
+    "keys",
+    "envelopes",
+    "keys+envelopes",
+    "zone keys",
+    "render",
+    "dnssec",
+    "parse",
+    "proof",
+    "write",
+    "unchanged",
+)
 PACKAGES = {
     "ldns-signzone": "ldnsutils",
     "ldns-keygen": "ldnsutils",
@@ -1092,7 +1104,7 @@ def parse_options(argv: Sequence[str] | None = None) -> Options:
     parser = argparse.ArgumentParser(description=(__doc__ or "").splitlines()[0])
     parser.add_argument("--sizes", default="1000,10000,100000", help="comma-separated")
     parser.add_argument("--jobs", type=int, help="pass --jobs N to every sign")
-    parser.add_argument("--denial", choices=("nsec", "nsec3"), default="nsec3")
+    parser.add_argument("--denial", choices=("nsec", "nsec3"), default="nsec")
     parser.add_argument("--keep", type=Path, help="keep workspaces in DIR/<size>")
     parser.add_argument("--skip-tools", action="store_true", help="skip the other signers")
     parser.add_argument("--output", type=Path, default=DEFAULT_OUTPUT)

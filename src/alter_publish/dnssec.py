@@ -461,7 +461,8 @@ def sign_records(
     # The workers build each signing input themselves from the jobs they inherit: the
     # inputs (~100 MB at 100,000 handles) never exist all at once, and building them
     # runs in parallel too.
-    with Workers(jobs, (tuple(_raw(key) for key in signing), todo, names)) as pool:
+    shared_input = (tuple(_raw(key) for key in signing), todo, names)
+    with Workers(jobs, shared_input, size=len(todo)) as pool:
         signed = [
             item
             for result in pool.map_chunks(_sign_task, ranges(len(todo)), progress=progress)

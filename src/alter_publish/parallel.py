@@ -25,6 +25,9 @@ from typing import Any, Protocol, TypeVar
 T = TypeVar("T")
 R = TypeVar("R")
 
+#: Less work than this runs inline: a worker process costs ~50 ms (fork) to ~500 ms (fresh).
+PARALLEL_MIN_ITEMS = 4000
+
 #: Items per task sent to a worker: big enough that pickling and pipe overhead vanish
 #: next to the work (a signature is ~40 µs), small enough for smooth progress.
 CHUNK_ITEMS = 2000
@@ -95,13 +98,21 @@ class Workers:
     """
 
     def __init__(
-        self, jobs: int, shared: Any = None, *, beside_main: bool = False, fresh: bool = False
+        self,
+        jobs: int,
+        shared: Any = None,
+        *,
+        size: int | None = None,
+        beside_main: bool = False,
+        fresh: bool = False,
     ) -> None:
         """Publish ``shared`` and start the workers now.
 
         Args:
             jobs: CPUs to use; 1 runs everything inline.
             shared: what worker functions read through :func:`shared`.
+            size: items of work; below :data:`PARALLEL_MIN_ITEMS` it runs inline (starting
+                processes would cost more than they save).
             beside_main: this process keeps working meanwhile (it consumes results
                 as they come), so start one worker fewer than ``jobs``.
             fresh: start new interpreters instead of forking this process: for a big
@@ -109,6 +120,8 @@ class Workers:
                 inherited objects copy their pages). ``shared`` is then pickled.
         """
         _SHARED[0] = shared
+        if size is not None and size < PARALLEL_MIN_ITEMS:
+            jobs = 1
         processes = max(jobs, 1) - (1 if beside_main else 0)
         self._pool: multiprocessing.pool.Pool | None = None
         if jobs > 1 and processes >= 1 and fresh:

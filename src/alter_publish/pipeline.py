@@ -618,7 +618,7 @@ def plan_zone(
         loading = (keys, spec.origin, tuple(h.handle for h in spec.handles), create_keys)
         # Key files are small reads that wait on the disk when not cached: twice as many
         # loaders as CPUs keep both busy either way.
-        with Workers(2 * jobs if jobs > 1 else 1, loading) as pool:
+        with Workers(2 * jobs if jobs > 1 else 1, loading, size=len(spec.handles)) as pool:
             for (first, _), loaded in zip(
                 spans, pool.map_chunks(_load_key_span, spans, progress=progress), strict=True
             ):

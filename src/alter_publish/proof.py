@@ -154,7 +154,7 @@ def prove_zone(
     Raises:
         ServeError: the loopback server could not start.
     """
-    with Workers(jobs, fresh=True) as workers:  # they start while the zone is indexed
+    with Workers(jobs, fresh=True, size=len(spec.handles)) as workers:  # start meanwhile
         try:
             answerer: Answerer = WireZone.from_zone(zone)
         except UnsupportedZoneError:
@@ -184,7 +184,7 @@ def prove_records(
     # Fresh interpreters, not forks: forked workers would copy every page of this big
     # process that their allocations land in (hundreds of MB at 100,000 handles). They
     # start while the zone is indexed.
-    with Workers(jobs, fresh=True) as workers:
+    with Workers(jobs, fresh=True, size=len(spec.handles)) as workers:
         try:
             answerer: Answerer = WireZone.build(
                 labels_of(spec.origin + "."),
@@ -272,7 +272,7 @@ def prove_served(
                 for first, stop in spans
             )
             with contextlib.ExitStack() as stack:
-                pool = workers or stack.enter_context(Workers(jobs, fresh=True))
+                pool = workers or stack.enter_context(Workers(jobs, fresh=True, size=len(handles)))
                 for (first, _), verdicts in zip(
                     spans, pool.map_chunks(_prove_span, tasks, progress=progress), strict=True
                 ):
