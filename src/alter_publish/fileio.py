@@ -46,17 +46,56 @@ def atomic_write_bytes(
     """
     if not would_write(path, data, mode=mode):
         return False
+    return _replace(path, (data,), mode=mode, error=error, keep_if_same=False)
+
+
+def _replace(
+    path: Path,
+    chunks: Iterable[bytes],
+    *,
+    mode: int,
+    error: type[AlterError],
+    keep_if_same: bool,
+) -> bool:
+    """Write ``chunks`` to a temporary file beside ``path`` (fsync), then rename it over
+    ``path``; with ``keep_if_same``, compare with the file in place on the way and keep
+    that one (unchanged, mtime and all) when the bytes and mode are the same.
+
+    Returns:
+        True when ``path`` was replaced.
+
+    Raises:
+        AlterError: (``error``) the file could not be written.
+    """
     try:
         path.parent.mkdir(parents=True, exist_ok=True)
         fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
     except OSError as exc:
         raise error(f"cannot write: {exc.strerror}", where=str(path)) from exc
     try:
-        os.fchmod(fd, mode)
+        old: BinaryIO | None = None
+        same = False
+        if keep_if_same:
+            try:
+                old = path.open("rb")
+                same = (path.stat().st_mode & 0o777) == mode
+            except OSError:
+                old, same = None, False
         with os.fdopen(fd, "wb") as handle:
-            handle.write(data)
-            handle.flush()
-            os.fsync(handle.fileno())
+            for data in chunks:
+                handle.write(data)
+                if same and old is not None and old.read(len(data)) != data:
+                    same = False
+            if old is not None:
+                same = same and old.read(1) == b""
+                old.close()
+            if not same:
+                os.fchmod(handle.fileno(), mode)
+                handle.flush()
+                os.fsync(handle.fileno())
+        if same:
+            Path(tmp).unlink()
+            return False
         Path(tmp).replace(path)
     except OSError as exc:
         with contextlib.suppress(OSError):
@@ -110,35 +149,4 @@ def atomic_write_text(
     Raises:
         AlterError: (``error``, RenderError by default) the file could not be written.
     """
-    try:
-        path.parent.mkdir(parents=True, exist_ok=True)
-        fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
-    except OSError as exc:
-        raise error(f"cannot write: {exc.strerror}", where=str(path)) from exc
-    try:
-        try:
-            old: BinaryIO | None = path.open("rb")
-            same = (path.stat().st_mode & 0o777) == mode
-        except OSError:
-            old, same = None, False
-        with os.fdopen(fd, "wb") as handle:
-            for data in _slices(_parts(text)):
-                handle.write(data)
-                if same and old is not None and old.read(len(data)) != data:
-                    same = False
-            if old is not None:
-                same = same and old.read(1) == b""
-                old.close()
-            if not same:
-                os.fchmod(handle.fileno(), mode)
-                handle.flush()
-                os.fsync(handle.fileno())
-        if same:
-            Path(tmp).unlink()
-            return False
-        Path(tmp).replace(path)
-    except OSError as exc:
-        with contextlib.suppress(OSError):
-            Path(tmp).unlink()
-        raise error(f"cannot write: {exc.strerror}", where=str(path)) from exc
-    return True
+    return _replace(path, _slices(_parts(text)), mode=mode, error=error, keep_if_same=True)
