@@ -34,6 +34,7 @@ _IN = dns.rdataclass.IN
 _PLAIN_STRING = re.compile(r"[ !#-\[\]-~]*")
 # A name made only of letters, digits, '-' and '_' labels needs no escaping either way.
 _PLAIN_NAME = re.compile(r"(?:[A-Za-z0-9_-]{1,63}\.)+")
+_PLAIN_LABEL = re.compile(rb"[A-Za-z0-9_-]{1,63}")
 
 
 @dataclass(frozen=True, slots=True)
@@ -106,7 +107,7 @@ def name_wire(labels: Labels) -> bytes:
 
 def name_text(labels: Labels) -> str:
     """Master-file text of a name given as labels (root last)."""
-    if all(_PLAIN_NAME.fullmatch(label.decode("latin-1") + ".") for label in labels[:-1]):
+    if all(_PLAIN_LABEL.fullmatch(label) for label in labels[:-1]):
         return b".".join(labels).decode("ascii") if len(labels) > 1 else "."
     return dns.name.Name(labels).to_text()
 
@@ -129,10 +130,11 @@ def txt_rdata_text(strings: Sequence[str]) -> str:
 
 
 def txt_wire(strings: Iterable[str]) -> bytes:
-    """Canonical wire form of a TXT rdata (each string length-prefixed; text is latin-1)."""
+    """Canonical wire form of a TXT rdata (each string length-prefixed; UTF-8, as dnspython
+    encodes text)."""
     out = []
     for string in strings:
-        data = string.encode("latin-1")
+        data = string.encode("utf-8")
         out.append(bytes((len(data),)) + data)
     return b"".join(out)
 
