@@ -227,8 +227,10 @@ class Envelope:
         return self.tags[:index]
 
     @classmethod
-    def from_tags(cls, tags: Tags) -> Envelope:
-        """Check an envelope's required tags and values (spec 4).
+    def from_tags(cls, tags: Tags, *, text: str | None = None) -> Envelope:
+        """Check an envelope's required tags and values (spec 4). ``text``, the record
+        text the tags were parsed from, is kept as ``to_text()`` when it is the producer
+        form (one string, not two, for each of a big log's envelopes).
 
         Raises:
             VerificationError: ``malformed`` or ``unsupported`` (unknown ``k``).
@@ -279,7 +281,7 @@ class Envelope:
             psig=psig,
             sig=sig,
             tags=tags,
-            text=tags_to_text(tags),
+            text=text if text == (made := tags_to_text(tags)) else made,
         )
 
 
@@ -342,7 +344,7 @@ def parse_record(text: str) -> Record:
     tags = parse_tags(text)
     kind = classify(tags)
     if kind is RecordKind.ENVELOPE:
-        return Envelope.from_tags(tags)
+        return Envelope.from_tags(tags, text=text)
     if kind is RecordKind.REVOCATION:
         return Revocation.from_tags(tags)
     return None
