@@ -22,7 +22,6 @@ from rich.progress import (
 )
 
 from alter_publish.parallel import NoProgress
-from alter_publish.parallel import Progress as ProgressReport
 
 #: Runs shorter than this show no bars.
 SHOW_AFTER_SECONDS = 2.0
@@ -87,4 +86,4 @@ def progress_for(*, as_json: bool) -> StageBars | NoProgress:
     return StageBars(Console(stderr=True))
 
 
-__all__ = ["SHOW_AFTER_SECONDS", "ProgressReport", "StageBars", "progress_for"]
+__all__ = ["SHOW_AFTER_SECONDS", "StageBars", "progress_for"]

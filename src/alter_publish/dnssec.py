@@ -19,7 +19,7 @@ import functools
 import hashlib
 import struct
 import time
-from collections.abc import Callable, Iterable, Mapping, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 
 import dns.dnssec
@@ -28,9 +28,6 @@ import dns.name
 import dns.rdata
 import dns.rdataclass
 import dns.rdatatype
-import dns.rdtypes.ANY.NSEC
-import dns.rdtypes.ANY.NSEC3
-import dns.rdtypes.ANY.NSEC3PARAM
 import dns.rdtypes.util
 import dns.zone
 from cryptography.hazmat.primitives import serialization
@@ -46,12 +43,12 @@ from alter_publish.records import (
     RRs,
     SignedRRs,
     ZoneRecords,
+    canonical_key,
     from_zone,
     labels_of,
     name_text,
     name_wire,
 )
-from alter_publish.records import canonical_key as canonical_key_of
 
 ALGORITHM = dns.dnssectypes.Algorithm.ED25519
 INCEPTION_BACKDATE_SECONDS = 3600  # tolerate validators whose clocks run behind
@@ -69,15 +66,8 @@ _SOA = dns.rdatatype.SOA
 _TXT = dns.rdatatype.TXT
 _NS = dns.rdatatype.NS
 _DS = dns.rdatatype.DS
-_NONE = dns.rdatatype.NONE
 _RRSIG_HEADER = struct.Struct("!HBBIIIH")
 _RR_FIXED = struct.Struct("!HHIH")
-# dnspython's rdata constructors are untyped; these aliases give them signatures once.
-_NSEC_RDATA: Callable[..., dns.rdtypes.ANY.NSEC.NSEC] = dns.rdtypes.ANY.NSEC.NSEC
-_NSEC3_RDATA: Callable[..., dns.rdtypes.ANY.NSEC3.NSEC3] = dns.rdtypes.ANY.NSEC3.NSEC3
-_NSEC3PARAM_RDATA: Callable[..., dns.rdtypes.ANY.NSEC3PARAM.NSEC3PARAM] = (
-    dns.rdtypes.ANY.NSEC3PARAM.NSEC3PARAM
-)
 _DNSSEC_TYPES = frozenset({_RRSIG, _NSEC, _NSEC3, _NSEC3PARAM, _DNSKEY})
 
 
@@ -144,11 +134,6 @@ def choose_window(previous: SignatureWindow | None, now: int, spec: DNSSECSpec) 
 # --- canonical form ---------------------------------------------------------------
 
 
-def canonical_key(name: dns.name.Name) -> tuple[bytes, ...]:
-    """Sort key giving RFC 4034 6.1 canonical name order (far faster than Name.__lt__)."""
-    return tuple(label.lower() for label in reversed(name.labels))
-
-
 def _sigtime(seconds: int) -> str:
     return time.strftime("%Y%m%d%H%M%S", time.gmtime(seconds))
 
@@ -193,7 +178,7 @@ def _shape(records: ZoneRecords) -> _Shape:
         for labels, rrsets in records.owners.items()
         if labels != origin and any(rrs.rdtype == _NS for rrs in rrsets)
     )
-    names = sorted(records.owners, key=canonical_key_of)
+    names = sorted(records.owners, key=canonical_key)
     if cuts:
         names = [
             name
@@ -506,7 +491,7 @@ def _dnssec_text(
     """Master-file lines of every DNSSEC record, owners in canonical order, each owner's
     DNSKEY/NSEC/NSEC3/NSEC3PARAM first, then its RRSIGs by covered type."""
     lines: list[str] = []
-    for name in sorted(owners, key=canonical_key_of):
+    for name in sorted(owners, key=canonical_key):
         owner = names[name]
         for rrs in sorted(owners[name], key=lambda item: item.rdtype):
             if rrs.rdtype in _DNSSEC_TYPES:

@@ -103,7 +103,6 @@ class Workers:
         shared: Any = None,
         *,
         size: int | None = None,
-        beside_main: bool = False,
         fresh: bool = False,
     ) -> None:
         """Publish ``shared`` and start the workers now.
@@ -113,8 +112,6 @@ class Workers:
             shared: what worker functions read through :func:`shared`.
             size: items of work; below :data:`PARALLEL_MIN_ITEMS` it runs inline (starting
                 processes would cost more than they save).
-            beside_main: this process keeps working meanwhile (it consumes results
-                as they come), so start one worker fewer than ``jobs``.
             fresh: start new interpreters instead of forking this process: for a big
                 parent whose memory the workers do not need (forked workers that touch
                 inherited objects copy their pages). ``shared`` is then pickled.
@@ -122,20 +119,17 @@ class Workers:
         _SHARED[0] = shared
         if size is not None and size < PARALLEL_MIN_ITEMS:
             jobs = 1
-        processes = max(jobs, 1) - (1 if beside_main else 0)
         self._pool: multiprocessing.pool.Pool | None = None
-        if jobs > 1 and processes >= 1 and fresh:
+        if jobs > 1 and fresh:
             self._pool = multiprocessing.get_context("spawn").Pool(
-                processes, initializer=_share, initargs=(shared,)
+                jobs, initializer=_share, initargs=(shared,)
             )
-        elif jobs > 1 and processes >= 1:
+        elif jobs > 1:
             # Frozen objects are skipped by the garbage collector: without this, each
             # worker's first collection walks (and so copies) the whole inherited heap.
             gc.freeze()
             try:
-                self._pool = multiprocessing.get_context("fork").Pool(
-                    processes, initializer=gc.disable
-                )
+                self._pool = multiprocessing.get_context("fork").Pool(jobs, initializer=gc.disable)
             finally:
                 gc.unfreeze()
 

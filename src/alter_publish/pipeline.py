@@ -72,6 +72,7 @@ from alter_publish.render import (
     SignedHandle,
     content_digest,
     envelopes_document,
+    handle_rrsets,
     parse_zone_text,
     render_zone_text,
     template_context,
@@ -727,14 +728,7 @@ def _render(
         RenderError: a template or the rendered zone is broken.
     """
     version = __version__
-    rrsets = [
-        HandleRecord.make(
-            item.spec.owner,
-            item.spec.ttl,
-            (item.envelope.to_text(), *(revocation.to_text() for revocation in item.revocations)),
-        )
-        for item in signed
-    ]
+    rrsets = handle_rrsets(signed)
     context = template_context(spec, signed, _SERIAL_SENTINEL, version, rrsets)
     text = render_zone_text(templates, context)
     del context  # 100,000 dicts: gone before the zone is signed

@@ -32,7 +32,7 @@ from alter_publish.render import parse_zone_text
 from alter_publish.resolver import Answer, StubResolver, resolve_answer
 from alter_publish.server import Answerer, ZoneServer
 from alter_publish.validation import DNSSECStatus, TrustAnchor
-from alter_publish.wirezone import UnsupportedZoneError, WireRRset, WireZone
+from alter_publish.wirezone import UnsupportedZoneError, WireZone
 from alter_publish.zoneindex import ResponseCache, ZoneIndex
 
 PROOF_TIMEOUT_SECONDS = 2.0
@@ -188,7 +188,7 @@ def prove_records(
         try:
             answerer: Answerer = WireZone.build(
                 labels_of(spec.origin + "."),
-                [WireRRset(r.owner, r.rdtype, r.ttl, r.rdatas, r.sigs) for r in rrsets],
+                rrsets,
                 denial=dnssec.denial if dnssec.enabled else None,
                 nsec3_salt=bytes.fromhex(dnssec.nsec3_salt),
                 nsec3_iterations=dnssec.nsec3_iterations,

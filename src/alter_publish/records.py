@@ -259,13 +259,23 @@ def with_handles(head: ZoneRecords, records: Sequence[HandleRecord]) -> ZoneReco
 
 @dataclass(frozen=True, slots=True)
 class SignedRRs:
-    """One rrset as served: owner labels, type, TTL, rdata wires and its RRSIG rdata wires."""
+    """One rrset as served (the loopback server's input, ``wirezone.WireRRset``).
+
+    Attributes:
+        owner: the owner's labels, root last: ``(b"_alter", b"blake", b"example", b"com", b"")``.
+        rdtype: the type (not RRSIG: signatures go in ``sigs``).
+        ttl: the TTL.
+        rdatas: each record's uncompressed rdata wire, served as it is.
+        sigs: the rdata wire of each RRSIG covering this rrset.
+        sig_ttl: the TTL of the RRSIGs, if not ``ttl``.
+    """
 
     owner: Labels
     rdtype: int
     ttl: int
     rdatas: tuple[bytes, ...]
     sigs: tuple[bytes, ...] = ()
+    sig_ttl: int | None = None
 
 
 def unsigned_rrsets(records: ZoneRecords) -> tuple[SignedRRs, ...]:

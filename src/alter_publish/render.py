@@ -25,6 +25,7 @@ __all__ = [
     "SignedHandle",
     "content_digest",
     "envelopes_document",
+    "handle_rrsets",
     "parse_zone_text",
     "render_zone_text",
     "template_context",
@@ -63,6 +64,18 @@ def _environment(templates: Path) -> jinja2.Environment:
     )
 
 
+def handle_rrsets(signed: Sequence[SignedHandle]) -> list[HandleRecord]:
+    """Each handle's TXT rrset: its envelope, then the revocations it publishes."""
+    return [
+        HandleRecord.make(
+            item.spec.owner,
+            item.spec.ttl,
+            (item.envelope.to_text(), *(revocation.to_text() for revocation in item.revocations)),
+        )
+        for item in signed
+    ]
+
+
 def template_context(
     spec: ZoneSpec,
     signed: Sequence[SignedHandle],
@@ -72,14 +85,7 @@ def template_context(
 ) -> dict[str, Any]:
     """Everything a zone template can use (``rrsets``: each handle's TXT rrset, when
     already made, saves making the rdata texts again)."""
-    made = rrsets or [
-        HandleRecord.make(
-            item.spec.owner,
-            item.spec.ttl,
-            (item.envelope.to_text(), *(revocation.to_text() for revocation in item.revocations)),
-        )
-        for item in signed
-    ]
+    made = rrsets or handle_rrsets(signed)
     hosts = [
         {"owner": owner, "type": "AAAA" if ":" in address else "A", "address": address}
         for owner, addresses in spec.hosts

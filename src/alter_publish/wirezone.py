@@ -28,7 +28,6 @@ import hashlib
 import logging
 import struct
 from collections.abc import Iterable
-from dataclasses import dataclass
 from typing import Final, NamedTuple
 
 import dns.edns
@@ -41,6 +40,7 @@ import dns.rdatatype
 import dns.zone
 
 from alter_publish.errors import ServeError
+from alter_publish.records import SignedRRs
 from alter_publish.zoneindex import (
     DNS_MESSAGE_MAX_OCTETS,
     EDNS_PAYLOAD_OCTETS,
@@ -128,26 +128,8 @@ class UnsupportedZoneError(ServeError, ValueError):
     """The zone holds something :class:`WireZone` does not serve; use the dnspython ZoneIndex."""
 
 
-@dataclass(frozen=True, slots=True)
-class WireRRset:
-    """One rrset, in wire form, as :meth:`WireZone.build` takes it.
-
-    Attributes:
-        owner: the owner's labels, root last: ``(b"_alter", b"blake", b"example", b"com", b"")``
-            (lower-cased when the zone is built).
-        rdtype: the type (not RRSIG: signatures go in ``sigs``).
-        ttl: the TTL.
-        rdatas: each record's uncompressed rdata wire, served as it is.
-        sigs: the rdata wire of each RRSIG covering this rrset.
-        sig_ttl: the TTL of the RRSIGs, if not ``ttl``.
-    """
-
-    owner: tuple[bytes, ...]
-    rdtype: int
-    ttl: int
-    rdatas: tuple[bytes, ...]
-    sigs: tuple[bytes, ...] = ()
-    sig_ttl: int | None = None
+#: One rrset in wire form, as :meth:`WireZone.build` takes it: what the signer makes.
+WireRRset = SignedRRs
 
 
 class _Query(NamedTuple):
