@@ -149,6 +149,14 @@ def sign(
             help="Processes that sign and verify (default: every CPU); outputs are identical.",
         ),
     ] = None,
+    full: Annotated[
+        bool,
+        typer.Option(
+            "--full",
+            help="Do the whole job even when nothing or only a few handles changed (by "
+            "default those are patched into the last proven run's outputs: same bytes).",
+        ),
+    ] = False,
     as_json: JsonOption = False,
 ) -> None:
     """Sign every handle, DNSSEC-sign the zone, prove it on loopback, then write the outputs."""
@@ -167,6 +175,7 @@ def sign(
             check=check,
             jobs=jobs or default_jobs(),
             progress=progress,
+            incremental=not full,
         )
     for warning in report.warnings:
         _warn(f"WARNING: {warning}")
@@ -185,6 +194,8 @@ def sign(
             proven = (
                 f"{passed}/{len(proof.results)} proven on {proof.server} ({'/'.join(statuses)})"
             )
+            if zone.patched is not None:
+                proven = f"incremental: {len(zone.patched)} changed, {proven}"
         timings = " ".join(f"{stage}={seconds:.2f}s" for stage, seconds in zone.timings)
         typer.echo(
             f"{zone.zone}: {zone.handles} handles, {zone.signed} signed, {zone.reused} unchanged; "

@@ -19,8 +19,8 @@ import functools
 import hashlib
 import struct
 import time
-from collections.abc import Iterable, Mapping, Sequence
-from dataclasses import dataclass
+from collections.abc import Iterable, Iterator, Mapping, Sequence
+from dataclasses import dataclass, field
 
 import dns.dnssec
 import dns.dnssectypes
@@ -107,6 +107,8 @@ class SignedZone:
     signatures: int
     denial: str
     max_ttl: int = 0  # the largest TTL of a signed rrset (RFC 7583's TTLsig)
+    #: Where each owner's lines start and end in ``records_text``.
+    blocks: Mapping[Labels, tuple[int, int]] = field(default_factory=dict)
     #: Every rrset of the signed zone (the unsigned ones too), with its RRSIGs, in wire form.
     rrsets: tuple[SignedRRs, ...] = ()
 
@@ -376,19 +378,7 @@ def sign_records(
             "past what an RRSIG can express (RFC 4034 3.1.5); check --now",
             where=origin_text,
         )
-    signing = [key for key in keys if key.signs]
-    origin_wire = name_wire(origin)
-    times = f"{_sigtime(window.expiration)} {_sigtime(window.inception)}"
-    signers = [
-        _Signer(index, key.tag, origin_wire, f"{times} {key.tag} {origin_text}")
-        for index, key in enumerate(signing)
-    ]
-    ksks = [s for s, key in zip(signers, signing, strict=True) if key.role is ZoneKeyRole.KSK]
-    zsks = [s for s, key in zip(signers, signing, strict=True) if key.role is ZoneKeyRole.ZSK]
-    if not ksks or not zsks:
-        raise SigningError(
-            "signing needs at least one active KSK and one active ZSK", where=origin_text
-        )
+    ksks, zsks, signing = _signers(keys, window, origin)
     owners: _Owners = {}
     for labels, rrsets in records.owners.items():
         for rrs in rrsets:
@@ -422,25 +412,11 @@ def sign_records(
     max_ttl = 0
     for name in signed_names:
         delegation = name in shape.cuts
-        label_count = len(name) - (2 if name[0] == b"*" else 1)  # RFC 4034 3.1.3
         for rrs in sorted(owners[name], key=lambda item: item.rdtype):
             if delegation and rrs.rdtype not in (_DS, _NSEC):
                 continue
             max_ttl = max(max_ttl, rrs.ttl)
-            for signer in ksks if rrs.rdtype == _DNSKEY else zsks:
-                header = (
-                    _RRSIG_HEADER.pack(
-                        rrs.rdtype,
-                        ALGORITHM,
-                        label_count,
-                        rrs.ttl,
-                        window.expiration,
-                        window.inception,
-                        signer.tag,
-                    )
-                    + origin_wire
-                )
-                todo.append(_Job(name, rrs, signer, header))
+            todo.extend(_jobs(name, rrs, ksks if rrs.rdtype == _DNSKEY else zsks, window))
     if progress is not None:
         progress.start("dnssec", len(todo))
     # The workers build each signing input themselves from the jobs they inherit: the
@@ -469,10 +445,11 @@ def sign_records(
         for rrs in rrsets
     )
     del sigs
-    text = _dnssec_text(owners, names, signed_by, sig_lines)
+    text, blocks = _dnssec_text(owners, names, signed_by, sig_lines)
     ds_lines = ds_records(dns.name.Name(origin), keys, dnskey_ttl)
     return SignedZone(
         records_text=text,
+        blocks=blocks,
         ds_text="".join(line + "\n" for line in ds_lines),
         window=window,
         signatures=len(signatures),
@@ -487,15 +464,89 @@ def _dnssec_text(
     names: Mapping[Labels, str],
     signed_by: Mapping[Labels, list[int]],
     sig_lines: Sequence[str],
-) -> str:
+) -> tuple[str, dict[Labels, tuple[int, int]]]:
     """Master-file lines of every DNSSEC record, owners in canonical order, each owner's
-    DNSKEY/NSEC/NSEC3/NSEC3PARAM first, then its RRSIGs by covered type."""
+    DNSKEY/NSEC/NSEC3/NSEC3PARAM first, then its RRSIGs by covered type; and where each
+    owner's lines start and end in that (ASCII) text."""
     lines: list[str] = []
+    blocks: dict[Labels, tuple[int, int]] = {}
+    at = 0
     for name in sorted(owners, key=canonical_key):
         owner = names[name]
+        first = len(lines)
         for rrs in sorted(owners[name], key=lambda item: item.rdtype):
             if rrs.rdtype in _DNSSEC_TYPES:
                 rdtype = _rdtype_text(rrs.rdtype)
                 lines.extend(f"{owner} {rrs.ttl} IN {rdtype} {text}\n" for text in rrs.texts)
         lines.extend(sig_lines[number] for number in signed_by.get(name, ()))
-    return "".join(lines)
+        end = at + sum(map(len, lines[first:]))
+        blocks[name] = (at, end)
+        at = end
+    return "".join(lines), blocks
+
+
+def _signers(
+    keys: Sequence[ZoneKey], window: SignatureWindow, origin: Labels
+) -> tuple[list[_Signer], list[_Signer], list[ZoneKey]]:
+    """(KSK signers, ZSK signers, the signing keys in signer-index order)."""
+    signing = [key for key in keys if key.signs]
+    origin_wire = name_wire(origin)
+    origin_text = name_text(origin)
+    times = f"{_sigtime(window.expiration)} {_sigtime(window.inception)}"
+    signers = [
+        _Signer(index, key.tag, origin_wire, f"{times} {key.tag} {origin_text}")
+        for index, key in enumerate(signing)
+    ]
+    ksks = [s for s, key in zip(signers, signing, strict=True) if key.role is ZoneKeyRole.KSK]
+    zsks = [s for s, key in zip(signers, signing, strict=True) if key.role is ZoneKeyRole.ZSK]
+    if not ksks or not zsks:
+        raise SigningError(
+            "signing needs at least one active KSK and one active ZSK", where=origin_text
+        )
+    return ksks, zsks, signing
+
+
+def _jobs(
+    name: Labels, rrs: RRs, signers: Sequence[_Signer], window: SignatureWindow
+) -> Iterator[_Job]:
+    """One signing job per signer for the rrset ``rrs`` at ``name``."""
+    label_count = len(name) - (2 if name[0] == b"*" else 1)  # RFC 4034 3.1.3
+    for signer in signers:
+        header = (
+            _RRSIG_HEADER.pack(
+                rrs.rdtype,
+                ALGORITHM,
+                label_count,
+                rrs.ttl,
+                window.expiration,
+                window.inception,
+                signer.tag,
+            )
+            + signer.origin_wire
+        )
+        yield _Job(name, rrs, signer, header)
+
+
+def rrsig_lines(
+    rrsets: Sequence[tuple[Labels, RRs]],
+    *,
+    keys: Sequence[ZoneKey],
+    window: SignatureWindow,
+    origin: Labels,
+    names: Mapping[Labels, str],
+) -> list[str]:
+    """The RRSIG lines of a few authoritative non-DNSKEY rrsets (signed by the active
+    ZSKs), one string per rrset, byte for byte as :func:`sign_records` writes them.
+
+    Raises:
+        SigningError: no active KSK or ZSK.
+    """
+    _, zsks, signing = _signers(keys, window, origin)
+    todo = [job for name, rrs in rrsets for job in _jobs(name, rrs, zsks, window)]
+    raw = tuple(_raw(key) for key in signing)
+    with Workers(1, (raw, todo, names)) as pool:
+        done = [
+            line for chunk in pool.map_chunks(_sign_task, [(0, len(todo))]) for _, line in chunk
+        ]
+    per = len(zsks)
+    return ["".join(done[i : i + per]) for i in range(0, len(done), per)]

@@ -11,6 +11,9 @@ from typing import BinaryIO
 
 from alter_publish.errors import AlterError, RenderError
 
+#: Bytes as written: whole, or a view into a larger buffer (no copy).
+Chunk = bytes | memoryview
+
 PRIVATE_MODE = 0o600
 PUBLIC_MODE = 0o644
 
@@ -51,7 +54,7 @@ def atomic_write_bytes(
 
 def _replace(
     path: Path,
-    chunks: Iterable[bytes],
+    chunks: Iterable[Chunk],
     *,
     mode: int,
     error: type[AlterError],
@@ -122,14 +125,7 @@ def _parts(text: str | Iterable[str]) -> Iterable[str]:
 def text_differs(path: Path, text: str | Iterable[str]) -> bool:
     """True when ``path`` is missing or holds other text than ``text`` (mode ignored);
     ``text`` may be consecutive parts (any iterable: it is read once)."""
-    try:
-        with path.open("rb") as handle:
-            for expected in _slices(_parts(text)):
-                if handle.read(len(expected)) != expected:
-                    return True
-            return handle.read(1) != b""
-    except OSError:
-        return True
+    return chunks_differ(path, _slices(_parts(text)))
 
 
 def atomic_write_text(
@@ -150,3 +146,32 @@ def atomic_write_text(
         AlterError: (``error``, RenderError by default) the file could not be written.
     """
     return _replace(path, _slices(_parts(text)), mode=mode, error=error, keep_if_same=True)
+
+
+def atomic_write_chunks(
+    path: Path,
+    chunks: Iterable[Chunk],
+    *,
+    mode: int = PUBLIC_MODE,
+    error: type[AlterError] = RenderError,
+    compare: bool = True,
+) -> bool:
+    """:func:`atomic_write_text` for bytes given as consecutive chunks; without
+    ``compare`` (the caller knows they differ) the file is replaced unread.
+
+    Raises:
+        AlterError: (``error``, RenderError by default) the file could not be written.
+    """
+    return _replace(path, chunks, mode=mode, error=error, keep_if_same=compare)
+
+
+def chunks_differ(path: Path, chunks: Iterable[Chunk]) -> bool:
+    """:func:`text_differs` for bytes given as consecutive chunks."""
+    try:
+        with path.open("rb") as handle:
+            for expected in chunks:
+                if handle.read(len(expected)) != expected:
+                    return True
+            return handle.read(1) != b""
+    except OSError:
+        return True

@@ -14,7 +14,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from alter_publish.errors import RenderError
-from alter_publish.fileio import atomic_write_text
+from alter_publish.fileio import atomic_write_chunks, atomic_write_text
 
 LEAF_PREFIX = b"\x00"
 NODE_PREFIX = b"\x01"
@@ -53,6 +53,32 @@ class MerkleTree:
             size, digest = left_size + size, node_hash(left, digest)
         self._stack.append((size, digest))
         self._size += 1
+
+    def frontier(self) -> list[tuple[int, str]]:
+        """The state to resume from (see :meth:`resume`): each perfect subtree's size and
+        hash (hex), largest first."""
+        return [(size, digest.hex()) for size, digest in self._stack]
+
+    @classmethod
+    def resume(cls, frontier: Sequence[tuple[int, str]]) -> MerkleTree:
+        """The tree whose :meth:`frontier` was ``frontier``.
+
+        Raises:
+            ValueError: not a frontier (sizes must be distinct powers of two, largest first).
+        """
+        tree = cls()
+        sizes = [int(size) for size, _ in frontier]
+        if any(size <= 0 or size & (size - 1) for size in sizes) or sizes != sorted(
+            set(sizes), reverse=True
+        ):
+            raise ValueError("not a Merkle tree frontier")
+        tree._stack = [
+            (size, bytes.fromhex(digest)) for size, (_, digest) in zip(sizes, frontier, strict=True)
+        ]
+        if any(len(digest) != len(EMPTY_ROOT) for _, digest in tree._stack):
+            raise ValueError("not a Merkle tree frontier")
+        tree._size = sum(sizes)
+        return tree
 
     def root(self) -> bytes:
         """The tree hash of everything appended so far (``SHA-256("")`` when empty)."""
@@ -144,6 +170,49 @@ def read_log(path: Path) -> IdentityLog:
             raise RenderError("not '<owner.> <record text>'", where=f"{path}:{number}")
         entries.append(LogEntry(owner=owner, text=text))
     return IdentityLog(path=path, entries=tuple(entries))
+
+
+def read_owner_entries(path: Path, owners: Iterable[str]) -> tuple[bytes, IdentityLog]:
+    """The log file's bytes, and just the entries at ``owners`` (in log order): what
+    :class:`LogIndex` needs to judge those owners, without splitting the whole log.
+
+    Raises:
+        RenderError: the file is unreadable, or not ASCII.
+    """
+    try:
+        raw = path.read_bytes()
+    except FileNotFoundError:
+        return b"", IdentityLog(path=path, entries=())
+    except OSError as exc:
+        raise RenderError(f"cannot read log: {exc.strerror}", where=str(path)) from exc
+    if not raw.isascii():
+        raise RenderError("log is not ASCII", where=str(path))
+    found: list[tuple[int, LogEntry]] = []
+    for owner in set(owners):
+        prefix = f"{owner} ".encode("ascii")
+        needle = b"\n" + prefix
+        hit = raw.find(needle)
+        at = 0 if raw.startswith(prefix) else (hit + 1 if hit >= 0 else -1)
+        while at >= 0:
+            end = raw.find(b"\n", at)
+            end = len(raw) if end < 0 else end
+            found.append((at, LogEntry(owner, raw[at + len(prefix) : end].decode("ascii"))))
+            hit = raw.find(needle, end)
+            at = hit + 1 if hit >= 0 else -1
+    found.sort(key=lambda item: item[0])
+    return raw, IdentityLog(path=path, entries=tuple(entry for _, entry in found))
+
+
+def append_lines(path: Path, raw: bytes, new: Sequence[LogEntry]) -> None:
+    """Write the log file ``raw`` with ``new`` appended, atomically (by rename).
+
+    Raises:
+        RenderError: the file could not be written.
+    """
+    if new:
+        tail = "".join(entry.to_line() for entry in new).encode("ascii")
+        separator = b"\n" if raw and not raw.endswith(b"\n") else b""
+        atomic_write_chunks(path, (raw, separator, tail))
 
 
 def append_entries(log: IdentityLog, new: Sequence[LogEntry]) -> IdentityLog:

@@ -121,6 +121,15 @@ def load_yaml(path: Path) -> Node:
         text = raw.decode("utf-8")
     except UnicodeDecodeError as exc:
         raise DefinitionError("file is not UTF-8", where=f"{file}:1:1") from exc
+    return load_yaml_text(text, file)
+
+
+def load_yaml_text(text: str, file: str) -> Node:
+    """:func:`load_yaml` for text already read from ``file``.
+
+    Raises:
+        DefinitionError: as :func:`load_yaml`.
+    """
     loader = _LOADER(text)
     try:
         root = loader.get_single_node()

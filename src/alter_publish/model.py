@@ -15,7 +15,7 @@ import dns.name
 from alter_publish.envelope import RESERVED_TAGS, TAG_NAME, TAG_VALUE, Tags
 from alter_publish.errors import DefinitionError, HandleError
 from alter_publish.handles import Handle, normalize_domain, parse_handle
-from alter_publish.loader import Mark, Node, load_yaml
+from alter_publish.loader import Mark, Node, load_yaml, load_yaml_text
 
 TTL_MAX_SECONDS = 2**31 - 1
 SOA_TIMER_MAX_SECONDS = 2**31 - 1
@@ -339,6 +339,33 @@ def load_zone(path: Path) -> ZoneSpec:
         DefinitionError: unreadable, not YAML, or any problem in the definition.
     """
     return ZoneSpec.from_node(load_yaml(path), path)
+
+
+def load_zone_text(text: str, path: Path) -> ZoneSpec:
+    """:func:`load_zone` for the text of ``path``.
+
+    Raises:
+        DefinitionError: not YAML, or any problem in the definition.
+    """
+    return ZoneSpec.from_node(load_yaml_text(text, str(path)), path)
+
+
+def load_handle_entries(text: str, path: Path, zone: ZoneSpec) -> tuple[HandleSpec, ...]:
+    """The entries of the ``handles:`` list in ``text`` (a YAML mapping with just that
+    list, positioned as in ``path``), read with ``zone``'s defaults. Cross-entry checks
+    (duplicates) are the caller's.
+
+    Raises:
+        DefinitionError: not YAML, or a problem in an entry.
+    """
+    node = load_yaml_text(text, str(path))
+    reader = _ZoneReader(node, path)
+    entries = node.value.get("handles") if node.is_mapping else None
+    if entries is None or not entries.is_sequence:
+        raise DefinitionError("not a list of handle entries", where=str(node.mark))
+    specs = [reader.handle(entry, zone.origin, zone.ttl, zone.lifetime) for entry in entries.value]
+    reader.problems.raise_if_any()
+    return tuple(spec for spec in specs if spec is not None)
 
 
 class _ZoneReader:

@@ -10,9 +10,11 @@ only then write the log, the serial state and the outputs.
 from __future__ import annotations
 
 import dataclasses
+import functools
+import hashlib
 import json
 import time
-from collections.abc import Iterator, Mapping, Sequence
+from collections.abc import Iterable, Iterator, Mapping, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -21,7 +23,13 @@ from typing import Any
 import dns.zone
 from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PrivateKey
 
-from alter_publish.dnssec import SignatureWindow, SignedZone, choose_window, sign_records
+from alter_publish.dnssec import (
+    SignatureWindow,
+    SignedZone,
+    choose_window,
+    rrsig_lines,
+    sign_records,
+)
 from alter_publish.ed25519 import SigningKey
 from alter_publish.envelope import (
     CLOCK_SKEW_SECONDS,
@@ -33,20 +41,45 @@ from alter_publish.envelope import (
 )
 from alter_publish.errors import AlterError, KeyStoreError, RenderError, UsageError
 from alter_publish.fileio import (
+    Chunk,
     atomic_write_bytes,
+    atomic_write_chunks,
     atomic_write_text,
+    chunks_differ,
     content_differs,
     text_differs,
 )
-from alter_publish.fingerprint import Fingerprint, Inputs, fingerprint_path, forget, inputs_for
+from alter_publish.fingerprint import (
+    Fingerprint,
+    Inputs,
+    fingerprint_path,
+    forget,
+    handle_key_lines,
+    inputs_for,
+    remembering_digests,
+)
 from alter_publish.handles import Handle, normalize_domain, parse_handle
 from alter_publish.identitylog import (
     IdentityLog,
     LogEntry,
     MerkleTree,
     append_entries,
+    append_lines,
     log_path_for,
     read_log,
+    read_owner_entries,
+)
+from alter_publish.incremental import (
+    PATCH_MAX_SHARE,
+    PATCH_OWNER_SCANS,
+    Edit,
+    Entries,
+    Memo,
+    apply_edits,
+    forget_memo,
+    memo_path,
+    shift,
+    split_entries,
 )
 from alter_publish.keys import Continuity, HandleKey, KeyStore, ZoneKey, ZoneKeyEntry
 from alter_publish.lifecycle import (
@@ -56,14 +89,24 @@ from alter_publish.lifecycle import (
     revocations_path_for,
     zone_revocations,
 )
-from alter_publish.model import HandleSpec, ZoneSpec, format_utc, load_zone
+from alter_publish.model import (
+    HandleSpec,
+    ZoneSpec,
+    format_utc,
+    load_handle_entries,
+    load_zone,
+    load_zone_text,
+)
 from alter_publish.parallel import NoProgress, Progress, Workers, ranges, shared
 from alter_publish.proof import Expectation, ProofReport, prove_records, prove_served, prove_zone
 from alter_publish.records import (
     HandleRecord,
+    Labels,
+    RRs,
     SignedRRs,
     ZoneRecords,
     from_zone,
+    labels_of,
     split_rendered,
     unsigned_rrsets,
     with_handles,
@@ -71,8 +114,10 @@ from alter_publish.records import (
 from alter_publish.render import (
     SignedHandle,
     content_digest,
+    envelope_line,
     envelopes_document,
     handle_rrsets,
+    handle_segments,
     parse_zone_text,
     render_zone_text,
     template_context,
@@ -81,6 +126,8 @@ from alter_publish.validation import TrustAnchor, parse_trust_anchors, read_trus
 from alter_publish.version import __version__
 
 SERIAL_MAX = 2**32 - 1
+_SOA_TYPE = 6
+_TXT_TYPE = 16
 STATE_FORMAT = "alter-publish/state/1"
 
 
@@ -106,12 +153,15 @@ class ZoneResult:
     dnssec: dict[str, Any] | None = None
     #: Nothing changed since the last proven run: nothing was signed, proven or written.
     unchanged: bool = False
+    #: An incremental run: just these handles were signed, proven and patched in.
+    patched: tuple[str, ...] | None = None
 
     def to_mapping(self) -> dict[str, Any]:
         """JSON-ready form."""
         return {
             "zone": self.zone,
             "unchanged": self.unchanged,
+            "patched": None if self.patched is None else list(self.patched),
             "zone_file": str(self.zone_file),
             "envelopes_file": str(self.envelopes_file),
             "serial": self.serial,
@@ -575,6 +625,10 @@ class ZonePlan:
     signed_zone: SignedZone | None = None
     zone_keys: tuple[ZoneKey, ...] = ()
     expectations: Mapping[str, Expectation] = field(default_factory=dict)
+    #: Where the rendered text put the serial and each handle (None: not as shipped).
+    layout: _Layout | None = None
+    #: The log's Merkle tree frontier once the new entries are appended.
+    log_frontier: tuple[tuple[int, str], ...] = ()
 
     @property
     def anchors(self) -> tuple[TrustAnchor, ...]:
@@ -670,7 +724,7 @@ def plan_zone(
             else None
         )
         rendered = _render(spec, signed, templates, previous_state, window, zone_keys, now)
-        rendered_text, serial, digest, records = rendered
+        rendered_text, serial, digest, records, layout = rendered
         zone_text: tuple[str, ...] = (rendered_text,)
         del rendered
     signed_zone = None
@@ -705,6 +759,8 @@ def plan_zone(
         signed_zone=signed_zone,
         zone_keys=zone_keys,
         expectations=expectations,
+        layout=layout,
+        log_frontier=tuple(tree.frontier()),
     )
 
 
@@ -721,8 +777,8 @@ def _render(
     window: SignatureWindow | None,
     zone_keys: Sequence[ZoneKey],
     now: int,
-) -> tuple[str, int, str, ZoneRecords]:
-    """Render the zone once; returns (zone text, serial, content digest, records).
+) -> tuple[str, int, str, ZoneRecords, _Layout | None]:
+    """Render the zone once; returns (zone text, serial, content digest, records, layout).
 
     Raises:
         RenderError: a template or the rendered zone is broken.
@@ -748,8 +804,49 @@ def _render(
         if plain
         else render_zone_text(templates, template_context(spec, signed, serial, version, rrsets))
     )
+    serial_index = text.find(sentinel) if plain else -1
     del text, draft  # two more copies of the zone otherwise live through signing
-    return zone_text, serial, digest, _records(spec, rrsets, zone_text)
+    layout = _layout(zone_text, serial_index, rrsets)
+    return zone_text, serial, digest, _records(spec, rrsets, zone_text), layout
+
+
+@dataclass(frozen=True, slots=True)
+class _Layout:
+    """Where the rendered zone text puts the serial and each handle's lines (byte
+    offsets, for the memo of :mod:`incremental`)."""
+
+    serial_at: int
+    segments: tuple[int, ...]  # each handle's first line, then the end of the last one's
+    rendered_end: int
+
+
+def _layout(text: str, serial_index: int, rrsets: Sequence[HandleRecord]) -> _Layout | None:
+    """The layout of ``text`` as the shipped templates render it (each handle's lines
+    start one line above its first record), or None when it is not laid out so."""
+    if serial_index < 0 or not rrsets:
+        return None
+    starts: list[int] = []
+    at = 0
+    for record in rrsets:
+        for number, line in enumerate(record.lines()):
+            found = text.find(line, at)
+            if found <= 0 or text[found - 1] != "\n":
+                return None
+            if number == 0:
+                start = text.rfind("\n", 0, found - 1) + 1
+                if start < at:
+                    return None
+                starts.append(start)
+            at = found + len(line)
+    if text[at : at + 1] != "\n" or not text[starts[0] : at].isascii():
+        return None
+    end = at + 1
+    delta = len(text[: starts[0]].encode()) - starts[0]
+    return _Layout(
+        serial_at=len(text[:serial_index].encode()),
+        segments=tuple(start + delta for start in (*starts, end)),
+        rendered_end=end + delta + len(text[end:].encode()),
+    )
 
 
 def _records(spec: ZoneSpec, handle_records: Sequence[HandleRecord], zone_text: str) -> ZoneRecords:
@@ -856,6 +953,7 @@ def _dnssec_section(signed: SignedZone) -> str:
     )
 
 
+@remembering_digests()
 def sign(
     zone_files: Sequence[Path],
     *,
@@ -868,13 +966,16 @@ def sign(
     check: bool = False,
     jobs: int = 1,
     progress: Progress | None = None,
+    incremental: bool = True,
 ) -> SignReport:
     """Sign, render and prove every zone; write outputs only if every proof passes.
 
     With ``check`` nothing is written, not even keys: each zone's ``written`` lists
     the files a real run would change (``SignReport.drift``). ``jobs`` processes sign
     and verify (the outputs are the same bytes for any ``jobs``); long stages report
-    to ``progress``.
+    to ``progress``. When a few handles changed since the last proven run, only they
+    are signed, proven and patched into its outputs (see :mod:`incremental`; the same
+    bytes as a full run). ``incremental=False`` does the whole job whatever changed.
 
     Returns:
         The report; ``ok`` is False (and nothing was written) when a proof failed.
@@ -894,16 +995,41 @@ def sign(
     loading: dict[str, float] = {}
     unchanged: list[ZoneResult] = []
     early_warnings: list[str] = []
+    patches: list[_Patch] = []
     for path in zone_files:
         started = time.perf_counter()
-        same = _unchanged(path, out, keys, template_dir, options, now, started)
-        if same is not None:
-            unchanged.append(same[0])
-            early_warnings.extend(same[1])
-            continue
+        record = Fingerprint.read(fingerprint_path(out, path)) if incremental else None
+        if record is not None and record.zone_keys_dir == str(keys.zone_keys_dir(record.zone)):
+            handle_lines = handle_key_lines(record.handle_keys, jobs=jobs)
+            same = _unchanged(
+                path, out, keys, template_dir, options, now, started, record, handle_lines
+            )
+            if same is not None:
+                unchanged.append(same[0])
+                early_warnings.extend(same[1])
+                continue
+            patch = (
+                _try_patch(
+                    path,
+                    out,
+                    keys,
+                    template_dir,
+                    options,
+                    now,
+                    record,
+                    handle_lines,
+                    create_keys=create_keys,
+                    started=started,
+                )
+                if verify
+                else None
+            )
+            if patch is not None:
+                patches.append(patch)
+                continue
         specs.append(load_zone(path))
         loading[specs[-1].origin] = time.perf_counter() - started
-    names = [spec.origin for spec in specs]
+    names = [spec.origin for spec in specs] + [patch.spec.origin for patch in patches]
     if len(set(names)) != len(names):
         raise UsageError(f"a zone is named twice: {', '.join(names)}")
     plans: list[tuple[ZonePlan, ProofReport | None, _Stopwatch]] = []
@@ -935,17 +1061,32 @@ def sign(
                 )
         # The served rrsets were for the proof: ~300 MB at 100,000 handles, not needed to write.
         plans.append((dataclasses.replace(plan, served=()), proof, watch))
-    committed = all(proof is None or proof.ok for _, proof, _ in plans)
+    committed = all(proof is None or proof.ok for _, proof, _ in plans) and all(
+        patch.proof.ok for patch in patches
+    )
     results: list[ZoneResult] = []
+    for patch in patches:
+        written: list[str] = []
+        if committed:
+            with patch.watch.stage("write"):
+                written = _commit_patch(patch, out, keys, template_dir, options, dry_run=check)
+        results.append(_patch_result(patch, out, written))
     for plan, proof, watch in plans:
         zone_file, envelopes_file = output_paths(out, plan.spec.origin)
         ds_file = ds_path(out, plan.spec.origin)
-        written: list[str] = []
+        written = []
         if committed:
             with watch.stage("write"):
-                written = _commit(plan, zone_file, envelopes_file, ds_file, dry_run=check)
+                written, envelope_starts = _commit(
+                    plan, zone_file, envelopes_file, ds_file, dry_run=check
+                )
                 if not check:
-                    _record_fingerprint(plan, out, keys, template_dir, options, proven=verify)
+                    handle_lines = _record_fingerprint(
+                        plan, out, keys, template_dir, options, proven=verify
+                    )
+                    _record_memo(
+                        plan, out, keys, template_dir, options, handle_lines, envelope_starts
+                    ) if verify else forget_memo(memo_path(out, plan.spec.path))
         signed_zone = plan.signed_zone
         results.append(
             ZoneResult(
@@ -964,7 +1105,11 @@ def sign(
                 dnssec=_dnssec_summary(plan),
             )
         )
-    warnings = (*early_warnings, *(warning for spec in specs for warning in spec.warnings()))
+    warnings = (
+        *early_warnings,
+        *(warning for patch in patches for warning in patch.spec.warnings()),
+        *(warning for spec in specs for warning in spec.warnings()),
+    )
     return SignReport(
         zones=(*unchanged, *results),
         committed=committed and not check,
@@ -1007,12 +1152,11 @@ def _unchanged(
     options: str,
     now: int,
     started: float,
+    record: Fingerprint,
+    handle_lines: Sequence[str],
 ) -> tuple[ZoneResult, tuple[str, ...]] | None:
     """The result (and the definition's warnings) of a run that would change nothing
     (see :mod:`fingerprint`), or None."""
-    record = Fingerprint.read(fingerprint_path(out, definition))
-    if record is None or record.zone_keys_dir != str(keys.zone_keys_dir(record.zone)):
-        return None
     inputs = _fingerprint_inputs(
         definition,
         record.zone,
@@ -1022,7 +1166,7 @@ def _unchanged(
         record.zone_keys_dir,
         record.handle_keys,
     )
-    if not record.holds(inputs.digest(), now):
+    if not record.holds(inputs.digest(handle_lines), now):
         return None
     summary = record.summary
     zone_file, envelopes_file = output_paths(out, record.zone)
@@ -1046,32 +1190,38 @@ def _unchanged(
     ), warnings
 
 
-def _valid_span(plan: ZonePlan) -> tuple[int, int]:
-    """The ``now`` values at which a new run would reuse every envelope and RRSIG."""
-    start = max((item.envelope.signed_at for item in plan.signed), default=0)
+def _valid_span(
+    signed: Sequence[SignedHandle], window: SignatureWindow | None, spec: ZoneSpec
+) -> tuple[int, int]:
+    """The ``now`` values at which a new run would reuse every envelope of ``signed``
+    and every RRSIG made in ``window``."""
+    start = max((item.envelope.signed_at for item in signed), default=0)
     start -= CLOCK_SKEW_SECONDS
     stop = SERIAL_MAX * 2
-    for item in plan.signed:
+    for item in signed:
         envelope = item.envelope
         if envelope.expires_at is not None:
             lifetime = envelope.expires_at - envelope.signed_at
-            stop = min(stop, envelope.expires_at - plan.spec.renew_window(lifetime))
-    window = plan.state.signatures
+            stop = min(stop, envelope.expires_at - spec.renew_window(lifetime))
     if window is not None:
         start = max(start, window.inception)
-        stop = min(stop, window.expiration - plan.spec.dnssec.refresh)
+        stop = min(stop, window.expiration - spec.dnssec.refresh)
     return start, stop
 
 
 def _record_fingerprint(
     plan: ZonePlan, out: Path, keys: KeyStore, templates: Path, options: str, *, proven: bool
-) -> None:
-    """After a written run: record it if proven, else drop any older record."""
+) -> list[str]:
+    """After a written run: record it if proven, else drop any older record.
+
+    Returns:
+        The handles' key ``stat`` lines it recorded (none when not proven).
+    """
     spec = plan.spec
     path = fingerprint_path(out, spec.path)
     if not proven:
         forget(path)
-        return
+        return []
     handle_keys = tuple(
         (str(keys.handle_dir(spec.origin, item.spec.handle)), item.envelope.epoch)
         for item in plan.signed
@@ -1080,7 +1230,7 @@ def _record_fingerprint(
     inputs = _fingerprint_inputs(
         spec.path, spec.origin, out, templates, options, zone_keys_dir, handle_keys
     )
-    valid_from, valid_until = _valid_span(plan)
+    valid_from, valid_until = _valid_span(plan.signed, plan.state.signatures, spec)
     signed_zone = plan.signed_zone
     summary = {
         "warnings": list(spec.warnings()),
@@ -1088,8 +1238,9 @@ def _record_fingerprint(
         "ds": list(signed_zone.ds_text.splitlines()) if signed_zone else [],
         "dnssec": _dnssec_summary(plan),
     }
+    handle_lines = handle_key_lines(handle_keys)
     Fingerprint(
-        digest=inputs.digest(),
+        digest=inputs.digest(handle_lines),
         valid_from=valid_from,
         valid_until=valid_until,
         zone=spec.origin,
@@ -1097,6 +1248,7 @@ def _record_fingerprint(
         handle_keys=handle_keys,
         summary=summary,
     ).write(path)
+    return handle_lines
 
 
 def _dnssec_summary(plan: ZonePlan) -> dict[str, Any] | None:
@@ -1116,10 +1268,13 @@ def _dnssec_summary(plan: ZonePlan) -> dict[str, Any] | None:
 
 def _commit(
     plan: ZonePlan, zone_file: Path, envelopes_file: Path, ds_file: Path, *, dry_run: bool = False
-) -> list[str]:
+) -> tuple[list[str], list[int]]:
     """Log first, then serial state, then outputs: a crash never leaves outputs the log lacks.
 
     With ``dry_run`` nothing is written: the result lists what would be.
+
+    Returns:
+        What was written, and where each part of the envelopes document starts.
     """
     write = content_differs if dry_run else atomic_write_bytes
     write_text = text_differs if dry_run else atomic_write_text
@@ -1133,7 +1288,8 @@ def _commit(
         written.append(str(state_path))
     if write_text(zone_file, plan.zone_text):
         written.append(str(zone_file))
-    if write_text(envelopes_file, envelopes_document(plan.spec, plan.signed, plan.state.serial)):
+    envelopes = _Measured(envelopes_document(plan.spec, plan.signed, plan.state.serial))
+    if write_text(envelopes_file, envelopes):
         written.append(str(envelopes_file))
     if plan.signed_zone is not None:
         if write(ds_file, plan.signed_zone.ds_text.encode("ascii")):
@@ -1149,7 +1305,488 @@ def _commit(
                 f"cannot remove stale DS file: {exc.strerror}", where=str(ds_file)
             ) from exc
         written.append(f"{ds_file} (removed: the zone is unsigned)")
+    return written, envelopes.starts
+
+
+# --- incremental -------------------------------------------------------------------
+
+
+class _Measured:
+    """Text parts passed through as they are written, noting where each starts (bytes)."""
+
+    def __init__(self, parts: Iterable[str]) -> None:
+        self.parts = parts
+        self.starts: list[int] = []
+        self.size = 0
+
+    def __iter__(self) -> Iterator[str]:
+        for part in self.parts:
+            self.starts.append(self.size)
+            self.size += len(part) if part.isascii() else len(part.encode())
+            yield part
+
+
+def _shipped_templates(templates: Path) -> bool:
+    """True when ``templates`` holds exactly the templates alter-publish ships (the
+    layout :mod:`incremental` patches is theirs)."""
+    try:
+        ours = {path.name: path.read_bytes() for path in default_templates_dir().glob("*.j2")}
+        theirs = {path.name: path.read_bytes() for path in templates.glob("*.j2")}
+    except OSError:
+        return False
+    return bool(ours) and ours == theirs
+
+
+#: What stands before the serial in the last part of the envelopes document.
+_ENVELOPES_SERIAL_PREFIX = '],\n  "serial": '
+
+
+def _base_digest(
+    definition: Path,
+    origin: str,
+    out: Path,
+    keys: KeyStore,
+    templates: Path,
+    options: str,
+    entries: Entries,
+) -> str:
+    zone_keys_dir = str(keys.zone_keys_dir(origin))
+    inputs = _fingerprint_inputs(definition, origin, out, templates, options, zone_keys_dir, ())
+    return inputs.base_digest(entries.header)
+
+
+def _record_memo(
+    plan: ZonePlan,
+    out: Path,
+    keys: KeyStore,
+    templates: Path,
+    options: str,
+    handle_lines: Sequence[str],
+    envelope_starts: Sequence[int],
+) -> None:
+    """After a proven full run: leave the memo the next run may patch from (or none)."""
+    path = memo_path(out, plan.spec.path)
+    memo = None
+    if plan.layout is not None and _shipped_templates(templates):
+        memo = _full_memo(plan, plan.layout, handle_lines, envelope_starts)
+    if memo is None:
+        forget_memo(path)
+        return
+    base = _base_digest(plan.spec.path, plan.spec.origin, out, keys, templates, options, memo[1])
+    dataclasses.replace(memo[0], base=base).write(path)
+
+
+def _full_memo(
+    plan: ZonePlan,
+    layout: _Layout,
+    handle_lines: Sequence[str],
+    envelope_starts: Sequence[int],
+) -> tuple[Memo, Entries] | None:
+    spec = plan.spec
+    try:
+        entries = split_entries(spec.path.read_text(encoding="utf-8"))
+    except (OSError, UnicodeDecodeError):
+        return None
+    count = len(plan.signed)
+    if entries is None or len(entries.texts) != count or len(envelope_starts) != count + 3:
+        return None
+    blocks: list[int] = []
+    apex = (0, 0)
+    if plan.signed_zone is not None:
+        base = layout.rendered_end + len(plan.zone_text[1].encode())
+        found = plan.signed_zone.blocks
+        try:
+            for item in plan.signed:
+                start, end = found[labels_of(item.spec.owner)]
+                blocks += (base + start, base + end)
+            start, end = found[labels_of(spec.origin + ".")]
+        except KeyError:
+            return None
+        apex = (base + start, base + end)
+    memo = Memo(
+        zone=spec.origin,
+        base="",
+        refs=tuple(item.spec.handle.ref for item in plan.signed),
+        entries=entries.texts,
+        keys=tuple(handle_lines),
+        ttls=tuple(item.spec.ttl for item in plan.signed),
+        log=plan.log_frontier,
+        serial=plan.state.serial,
+        serial_at=layout.serial_at,
+        rendered_end=layout.rendered_end,
+        segments=layout.segments,
+        blocks=tuple(blocks),
+        apex=apex,
+        envelopes=tuple(envelope_starts[1 : count + 2]),
+        envelopes_serial_at=envelope_starts[count + 2] + len(_ENVELOPES_SERIAL_PREFIX),
+    )
+    return memo, entries
+
+
+@dataclass(frozen=True, slots=True)
+class _Patch:
+    """An incremental run of one zone: a few handles' lines patched into the last
+    proven run's outputs (see :mod:`incremental`), in memory until committed."""
+
+    spec: ZoneSpec  # the zone with just the changed handles
+    definition: Path
+    log_path: Path
+    raw_log: bytes
+    new_entries: tuple[LogEntry, ...]
+    signed: tuple[SignedHandle, ...]
+    state: SerialState
+    zone: tuple[Chunk, ...] | None  # None: unchanged
+    envelopes: tuple[Chunk, ...] | None
+    memo: Memo  # after the patch (``base`` is taken once the outputs are written)
+    entries: Entries
+    record: Fingerprint
+    handle_keys: tuple[tuple[str, int], ...]
+    handle_lines: tuple[str, ...]
+    proof: ProofReport
+    watch: _Stopwatch
+
+
+def _try_patch(
+    definition: Path,
+    out: Path,
+    keys: KeyStore,
+    templates: Path,
+    options: str,
+    now: int,
+    record: Fingerprint,
+    handle_lines: Sequence[str],
+    *,
+    create_keys: bool,
+    started: float,
+) -> _Patch | None:
+    """Patch the handles whose entry or key changed into the last proven run's outputs
+    and prove them; None when that cannot be done exactly as a full run would do it
+    (then: a full run, which also names any problem in the definition).
+
+    Raises:
+        KeyStoreError: a changed handle's key is missing, unusable or behind the log.
+        SigningError: the zone keys cannot sign.
+    """
+    memo = Memo.read(memo_path(out, definition))
+    if memo is None or memo.zone != record.zone or not _shipped_templates(templates):
+        return None
+    if not record.valid_from <= now < record.valid_until:
+        return None  # something falls due: a full run renews it
+    try:
+        entries = split_entries(definition.read_text(encoding="utf-8"))
+    except (OSError, UnicodeDecodeError):
+        return None
+    count = len(memo.refs)
+    if entries is None or len(entries.texts) != count or len(handle_lines) != count:
+        return None
+    if _base_digest(definition, memo.zone, out, keys, templates, options, entries) != memo.base:
+        return None
+    changed = tuple(
+        index
+        for index, (entry, key, old_entry, old_key) in enumerate(
+            zip(entries.texts, handle_lines, memo.entries, memo.keys, strict=True)
+        )
+        if entry != old_entry or key != old_key
+    )
+    if not changed or len(changed) > max(1, int(count * PATCH_MAX_SHARE)):
+        return None
+    try:
+        zone = load_zone_text(entries.header, definition)
+        handle_specs = load_handle_entries(entries.document(changed), definition, zone)
+    except AlterError:
+        return None
+    if [(h.handle.ref, h.ttl) for h in handle_specs] != [
+        (memo.refs[index], memo.ttls[index]) for index in changed
+    ]:
+        return None  # a handle renamed, or a TTL that may move the zone's largest
+    spec = dataclasses.replace(zone, handles=handle_specs)
+    previous_state = SerialState.read(state_path_for(definition))
+    if spec.origin != memo.zone or spec.dnssec.enabled != bool(memo.blocks):
+        return None
+    if previous_state is None or previous_state.serial != memo.serial:
+        return None
+    zone_keys: tuple[ZoneKey, ...] = ()
+    window = None
+    if spec.dnssec.enabled:
+        zone_keys = keys.current_zone_keys(spec.origin, create=False, now=now)
+        window = choose_window(previous_state.signatures, now, spec.dnssec)
+        if window != previous_state.signatures or key_states(zone_keys) != previous_state.keys:
+            return None
+    watch = _Stopwatch([("load", time.perf_counter() - started)])
+
+    with watch.stage("keys+envelopes"):
+        log_path = log_path_for(definition)
+        if len(handle_specs) <= PATCH_OWNER_SCANS:
+            raw_log, log = read_owner_entries(log_path, (h.owner for h in handle_specs))
+        else:
+            log = read_log(log_path)
+            raw_log = log_path.read_bytes() if log.entries else b""
+        index = LogIndex(log)
+        revocations = zone_revocations(
+            spec, index, read_revocations(revocations_path_for(definition))
+        )
+        if any(item.new for item in revocations.values()):
+            return None
+        try:
+            tree = MerkleTree.resume(memo.log)
+        except ValueError:
+            return None
+        if tree.size != raw_log.count(b"\n"):
+            return None
+        signed: list[SignedHandle] = []
+        new_entries: list[LogEntry] = []
+        for handle_spec in handle_specs:
+            epoch, seed, commitment = keys.current_material(
+                spec.origin, handle_spec.handle, create=create_keys
+            )
+            public = SigningKey.from_seed(seed).public
+            key = _Key(handle_spec.handle, epoch, public, commitment, seed)
+            _sign_handle(
+                spec, handle_spec, key, keys, now, index, revocations, tree, signed, new_entries
+            )
+        expectations = {
+            item.spec.handle.ref: _expectation(
+                item.spec,
+                item.envelope,
+                tuple(revocation.to_text() for revocation in item.revocations),
+                index,
+            )
+            for item in signed
+        }
+
+    zone_file, envelopes_file = output_paths(out, spec.origin)
+    with watch.stage("render"):
+        try:
+            old_zone = zone_file.read_bytes()
+            old_envelopes = envelopes_file.read_bytes()
+        except OSError:
+            return None
+        old_serial = str(memo.serial).encode()
+        serial_end = memo.serial_at + len(old_serial)
+        env_serial_end = memo.envelopes_serial_at + len(old_serial)
+        if (
+            old_zone[memo.serial_at : serial_end] != old_serial
+            or old_envelopes[memo.envelopes_serial_at : env_serial_end] != old_serial
+        ):
+            return None
+        rrsets = handle_rrsets(signed)
+        context = template_context(spec, signed, 0, __version__, rrsets)
+        segments = [text.encode() for text in handle_segments(templates, context)]
+        segment_edits: list[Edit] = [
+            (memo.segments[index], memo.segments[index + 1], segment)
+            for index, segment in zip(changed, segments, strict=True)
+        ]
+        draft = hashlib.sha256()
+        rendered = memoryview(old_zone)[: memo.rendered_end]
+        for chunk in apply_edits(rendered, [(memo.serial_at, serial_end, b"0"), *segment_edits]):
+            draft.update(chunk)
+        draft.update(_dnssec_fingerprint(spec, zone_keys, window).encode())
+        serial = previous_state.next_for(draft.hexdigest(), now)
+        new_serial = str(serial).encode()
+        zone_edits: list[Edit] = [(memo.serial_at, serial_end, new_serial), *segment_edits]
+        head = b"".join(apply_edits(old_zone[: memo.segments[0]], zone_edits[:1])).decode()
+        proof_text = [head, *(segment.decode() for segment in segments)]
+
+    if window is not None:
+        with watch.stage("dnssec"):
+            blocks = _patched_blocks(
+                old_zone, memo, changed, head, rrsets, spec, zone_keys, window, zone_file.name
+            )
+            if blocks is None:
+                return None
+            zone_edits.extend(blocks)
+            proof_text.extend(new.decode() for _, _, new in blocks)
+    # Edits that change nothing (an entry's comment edited, say) are no edits: a full run
+    # would leave such a file alone.
+    zone_edits = sorted(
+        (edit for edit in zone_edits if old_zone[edit[0] : edit[1]] != edit[2]),
+        key=lambda edit: edit[0],
+    )
+
+    with watch.stage("proof"):
+        anchors: tuple[TrustAnchor, ...] = ()
+        if window is not None:
+            anchors = read_trust_anchors(ds_path(out, spec.origin))
+        mini = parse_zone_text("".join(proof_text), spec.origin, where=zone_file.name)
+        proof = prove_zone(mini, spec, expectations, now=now, anchors=anchors, probe=False)
+
+    envelope_edits: list[Edit] = [
+        (
+            memo.envelopes[index],
+            memo.envelopes[index + 1],
+            (("\n" if index == 0 else ",\n") + envelope_line(item)).encode(),
+        )
+        for index, item in zip(changed, signed, strict=True)
+    ]
+    envelope_edits.append((memo.envelopes_serial_at, env_serial_end, new_serial))
+    envelope_edits = [
+        edit for edit in envelope_edits if old_envelopes[edit[0] : edit[1]] != edit[2]
+    ]
+    handle_keys = list(record.handle_keys)
+    lines = list(handle_lines)
+    for position, item in zip(changed, signed, strict=True):
+        directory = handle_keys[position][0]
+        handle_keys[position] = (directory, item.envelope.epoch)
+        lines[position] = handle_key_lines([handle_keys[position]])[0]
+    zone_offsets = shift([*memo.segments, *memo.blocks, *memo.apex, memo.rendered_end], zone_edits)
+    segments_count = len(memo.segments)
+    blocks_end = segments_count + len(memo.blocks)
+    envelope_offsets = shift((*memo.envelopes, memo.envelopes_serial_at), envelope_edits)
+    after = dataclasses.replace(
+        memo,
+        entries=entries.texts,
+        keys=tuple(lines),
+        log=tuple(tree.frontier()),
+        serial=serial,
+        segments=zone_offsets[:segments_count],
+        blocks=zone_offsets[segments_count:blocks_end],
+        apex=(zone_offsets[blocks_end], zone_offsets[blocks_end + 1]),
+        rendered_end=zone_offsets[-1],
+        envelopes=envelope_offsets[:-1],
+        envelopes_serial_at=envelope_offsets[-1],
+    )
+    return _Patch(
+        spec=spec,
+        definition=definition,
+        log_path=log_path,
+        raw_log=raw_log,
+        new_entries=tuple(new_entries),
+        signed=tuple(signed),
+        state=dataclasses.replace(previous_state, serial=serial, digest=draft.hexdigest()),
+        zone=tuple(apply_edits(memoryview(old_zone), zone_edits)) if zone_edits else None,
+        envelopes=(
+            tuple(apply_edits(memoryview(old_envelopes), envelope_edits))
+            if envelope_edits
+            else None
+        ),
+        memo=after,
+        entries=entries,
+        record=record,
+        handle_keys=tuple(handle_keys),
+        handle_lines=tuple(lines),
+        proof=proof,
+        watch=watch,
+    )
+
+
+def _patched_blocks(
+    old_zone: bytes,
+    memo: Memo,
+    changed: Sequence[int],
+    head: str,
+    rrsets: Sequence[HandleRecord],
+    spec: ZoneSpec,
+    zone_keys: Sequence[ZoneKey],
+    window: SignatureWindow,
+    where: str,
+) -> list[Edit] | None:
+    """The apex's and each changed handle's DNSSEC lines with new RRSIGs over the SOA
+    and their TXT rrsets (every other line stays: the owners and their types are the
+    same, so the denial chain is too)."""
+    records = from_zone(parse_zone_text(head, spec.origin, where=where))
+    origin = records.origin
+    soa = next((rrs for rrs in records.owners[origin] if rrs.rdtype == _SOA_TYPE), None)
+    if soa is None:
+        return None
+    names = dict(records.names)
+    todo: list[tuple[Labels, RRs]] = [(origin, soa)]
+    for record in rrsets:
+        labels = labels_of(record.owner)
+        names[labels] = record.owner
+        todo.append((labels, RRs(_TXT_TYPE, record.ttl, record.wires)))
+    signatures = rrsig_lines(todo, keys=zone_keys, window=window, origin=origin, names=names)
+    spans = [memo.apex, *((memo.blocks[2 * i], memo.blocks[2 * i + 1]) for i in changed)]
+    covered = ["SOA", *("TXT" for _ in changed)]
+    edits: list[Edit] = []
+    for (start, end), kind, lines in zip(spans, covered, signatures, strict=True):
+        block = _with_rrsigs(old_zone[start:end].decode("ascii"), kind, lines)
+        if block is None:
+            return None
+        edits.append((start, end, block.encode("ascii")))
+    return edits
+
+
+def _with_rrsigs(block: str, covered: str, lines: str) -> str | None:
+    """``block`` (one owner's DNSSEC lines) with its RRSIGs over ``covered`` replaced."""
+    rows = block.splitlines(keepends=True)
+    marker = f" IN RRSIG {covered} "
+    found = [number for number, row in enumerate(rows) if marker in row]
+    if not found or found != list(range(found[0], found[-1] + 1)):
+        return None
+    return "".join(rows[: found[0]]) + lines + "".join(rows[found[-1] + 1 :])
+
+
+def _commit_patch(
+    patch: _Patch,
+    out: Path,
+    keys: KeyStore,
+    templates: Path,
+    options: str,
+    *,
+    dry_run: bool,
+) -> list[str]:
+    """Write a patch as :func:`_commit` writes a plan (log, state, outputs), then the
+    fingerprint and memo of the run it makes."""
+    spec = patch.spec
+    zone_file, envelopes_file = output_paths(out, spec.origin)
+    write = content_differs if dry_run else atomic_write_bytes
+    write_chunks = (
+        chunks_differ if dry_run else functools.partial(atomic_write_chunks, compare=False)
+    )
+    written: list[str] = []
+    if patch.new_entries:
+        if not dry_run:
+            append_lines(patch.log_path, patch.raw_log, patch.new_entries)
+        written.append(str(patch.log_path))
+    state_path = state_path_for(patch.definition)
+    if write(state_path, patch.state.to_text().encode()):
+        written.append(str(state_path))
+    if patch.zone is not None and write_chunks(zone_file, patch.zone):
+        written.append(str(zone_file))
+    if patch.envelopes is not None and write_chunks(envelopes_file, patch.envelopes):
+        written.append(str(envelopes_file))
+    if dry_run:
+        return written
+    record = patch.record
+    zone_keys_dir = str(keys.zone_keys_dir(spec.origin))
+    inputs = _fingerprint_inputs(
+        patch.definition, spec.origin, out, templates, options, zone_keys_dir, patch.handle_keys
+    )
+    valid_from, valid_until = _valid_span(patch.signed, patch.state.signatures, spec)
+    Fingerprint(
+        digest=inputs.digest(patch.handle_lines),
+        valid_from=max(record.valid_from, valid_from),
+        valid_until=min(record.valid_until, valid_until),
+        zone=spec.origin,
+        zone_keys_dir=zone_keys_dir,
+        handle_keys=patch.handle_keys,
+        summary={**record.summary, "serial": patch.state.serial},
+    ).write(fingerprint_path(out, patch.definition))
+    base = _base_digest(patch.definition, spec.origin, out, keys, templates, options, patch.entries)
+    dataclasses.replace(patch.memo, base=base).write(memo_path(out, patch.definition))
     return written
+
+
+def _patch_result(patch: _Patch, out: Path, written: Sequence[str]) -> ZoneResult:
+    spec, summary = patch.spec, patch.record.summary
+    zone_file, envelopes_file = output_paths(out, spec.origin)
+    ds = tuple(str(line) for line in summary.get("ds", ()))
+    return ZoneResult(
+        zone=spec.origin,
+        zone_file=zone_file,
+        envelopes_file=envelopes_file,
+        serial=patch.state.serial,
+        handles=len(patch.memo.refs),
+        signed=len(patch.new_entries),
+        reused=len(patch.memo.refs) - len(patch.new_entries),
+        written=tuple(written),
+        proof=patch.proof,
+        timings=tuple(patch.watch.stages),
+        ds_file=ds_path(out, spec.origin) if ds else None,
+        ds=ds,
+        dnssec=summary.get("dnssec"),
+        patched=tuple(item.spec.handle.ref for item in patch.signed),
+    )
 
 
 # --- verify ------------------------------------------------------------------

@@ -148,6 +148,7 @@ def prove_zone(
     anchors: Sequence[TrustAnchor] = (),
     jobs: int = 1,
     progress: Progress | None = None,
+    probe: bool = True,
 ) -> ProofReport:
     """Serve ``zone`` on 127.0.0.1 (OS-chosen port) and prove it (see :func:`prove_served`).
 
@@ -159,7 +160,7 @@ def prove_zone(
             answerer: Answerer = WireZone.from_zone(zone)
         except UnsupportedZoneError:
             answerer = ResponseCache(ZoneIndex.build([zone]))
-        return _prove_answerer(answerer, spec, expected, now, anchors, workers, progress)
+        return _prove_answerer(answerer, spec, expected, now, anchors, workers, progress, probe)
 
 
 def prove_records(
@@ -208,6 +209,7 @@ def _prove_answerer(
     anchors: Sequence[TrustAnchor],
     workers: Workers,
     progress: Progress | None,
+    probe: bool = True,
 ) -> ProofReport:
     with ZoneServer([], answerer=answerer) as server:
         return prove_served(
@@ -218,6 +220,7 @@ def _prove_answerer(
             anchors=anchors,
             workers=workers,
             progress=progress,
+            probe=probe,
         )
 
 
@@ -233,13 +236,15 @@ def prove_served(
     jobs: int = 1,
     workers: Workers | None = None,
     progress: Progress | None = None,
+    probe: bool = True,
 ) -> ProofReport:
     """Resolve and verify every handle of ``spec`` at the name server ``server``.
 
     ``expected`` maps handle-refs to what was signed for them (see :class:`Expectation`).
     When ``secure`` (by default: when the zone is DNSSEC-signed) every answer must
-    validate ``secure`` to ``anchors``, and a handle the zone does not publish must
-    come back as a ``secure`` denial (NSEC/NSEC3); else unsigned answers are accepted.
+    validate ``secure`` to ``anchors``, and (unless not ``probe``) a handle the zone does
+    not publish must come back as a ``secure`` denial (NSEC/NSEC3); else unsigned
+    answers are accepted.
 
     Plain secure answers are checked by :mod:`fastcheck` on ``workers`` (or ``jobs``
     processes forked here); every other answer, and every handle that fails there, is
@@ -248,7 +253,7 @@ def prove_served(
     """
     start = time.perf_counter()
     secure = spec.dnssec.enabled if secure is None else secure
-    probe = secure and spec.find(ABSENT_PROBE.ref) is None
+    probe = probe and secure and spec.find(ABSENT_PROBE.ref) is None
     handles = spec.handles
     host, port = server
     results: list[HandleProof | None] = [None] * len(handles)

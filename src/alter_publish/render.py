@@ -140,6 +140,33 @@ def render_zone_text(templates: Path, context: dict[str, Any]) -> str:
         raise RenderError(f"template error: {exc}", where=str(templates)) from exc
 
 
+HANDLES_TEMPLATE = "handles.j2"
+
+
+def handle_segments(templates: Path, context: dict[str, Any]) -> list[str]:
+    """Each record of ``context`` rendered alone through ``handles.j2``: the lines the
+    shipped templates give that handle in the zone (for patching them in).
+
+    Raises:
+        RenderError: as :func:`render_zone_text`, or the template does not render one
+            record after another.
+    """
+    try:
+        template = _environment(templates).get_template(HANDLES_TEMPLATE)
+        empty = template.render({**context, "records": []})
+        segments = []
+        for record in context["records"]:
+            text = template.render({**context, "records": [record]})
+            if not text.startswith(empty):
+                raise RenderError(
+                    "does not render one record after another", where=HANDLES_TEMPLATE
+                )
+            segments.append(text[len(empty) :])
+    except jinja2.TemplateError as exc:
+        raise RenderError(f"template error: {exc}", where=str(templates)) from exc
+    return segments
+
+
 def parse_zone_text(
     text: str, origin: str, *, where: str, line_of: Callable[[int], int] | None = None
 ) -> dns.zone.Zone:

@@ -1,0 +1,283 @@
+"""Incremental re-signing: where the last proven run's outputs stand for each handle.
+
+When a few handles of a large zone change (an entry edited, a key rotated), a full
+run would re-sign, re-render, re-prove and re-write 100,000 handles to change a few
+lines. Instead, after every proven run with the shipped templates, ``sign`` leaves
+a memo beside the outputs (``<out>/.<definition>.memo.json``) that says, for each
+handle, what its entry in the definition and its key files were, and where its
+lines stand in the zone file (its rendered records and its owner's DNSSEC records)
+and in the envelopes document. The next run, if everything else is as that run
+left it (see ``Inputs.base_digest``), finds the handles whose entry or key changed
+and patches just their lines, the SOA serial and the SOA's RRSIG into the previous
+outputs. Ed25519 and the shared signature window make every byte the same as a
+full run would write; the tests compare the two.
+
+This module only reads definitions and memos; ``pipeline`` decides and patches.
+"""
+
+from __future__ import annotations
+
+import array
+import base64
+import bisect
+import json
+import re
+import sys
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from alter_publish.errors import RenderError
+from alter_publish.fileio import Chunk, atomic_write_bytes
+
+MEMO_FORMAT = "alter-publish/memo/1"
+
+#: Above this share of changed handles a full run is as quick and simpler.
+PATCH_MAX_SHARE = 0.05
+#: Up to this many changed handles, their log entries are found by searching the log's
+#: bytes for each owner; above it the whole log is read.
+PATCH_OWNER_SCANS = 64
+
+_HANDLES_KEY = re.compile(r"^handles:[ ]*(?:#.*)?$", re.MULTILINE)
+# Blank and comment lines, then the first entry: ``<indent>-``.
+_FIRST_ENTRY = re.compile(r"((?: *(?:#.*)?\n)*)( *)-(?: |$)", re.MULTILINE)
+# An anchor (&a) or alias (*a) can tie one entry to another: then entries are not
+# independent and only a full parse is right. (Quoted text may trip this: harmless.)
+_ANCHOR_OR_ALIAS = re.compile(r"(?:^|[\s\[{,:-])[&*]\S")
+# Line breaks YAML knows besides \n, and tabs: then the line split below may disagree
+# with the YAML parser, so it declines.
+_ODD_TEXT = re.compile("[\r\t\x0b\x0c\x1c-\x1e\x85\u2028\u2029\ufeff]")
+
+
+def memo_path(out: Path, definition: Path) -> Path:
+    """Where the memo of the last proven run of ``definition`` into ``out`` lives."""
+    return out / f".{definition.name}.memo.json"
+
+
+# --- the definition ------------------------------------------------------------------
+
+
+@dataclass(frozen=True, slots=True)
+class Entries:
+    """A definition cut around its handle entries.
+
+    Attributes:
+        header: the definition with ``handles: []`` in place of the entries.
+        texts: each entry's lines as written (comment and blank lines after it included).
+        offsets: where each entry starts in the definition text.
+        text: the definition text.
+    """
+
+    header: str
+    texts: tuple[str, ...]
+    offsets: tuple[int, ...]
+    text: str = field(repr=False)
+
+    def document(self, indexes: Sequence[int]) -> str:
+        """A YAML document of just the entries ``indexes`` (ascending), each on the line
+        it stands on in the definition (so errors name the right line)."""
+        key_line = self.text.count("\n", 0, self.offsets[0]) - 1  # lines above ``handles:``
+        parts = ["\n" * key_line, "handles:\n"]
+        line = key_line + 1  # lines written so far
+        for index in indexes:
+            at = self.text.count("\n", 0, self.offsets[index])
+            parts.append("\n" * (at - line))
+            entry = self.texts[index]
+            parts.append(entry + "\n")
+            line = at + entry.count("\n") + 1
+        return "".join(parts)
+
+
+def split_entries(text: str) -> Entries | None:
+    """Cut ``text`` around the block-style list under a top-level ``handles:`` key.
+
+    Returns:
+        The parts, or None when the definition is not plainly laid out that way (a
+        flow list, anchors or aliases among the entries, tabs, unusual line breaks):
+        then only a full parse is safe.
+    """
+    if _ODD_TEXT.search(text):
+        return None
+    keys = _HANDLES_KEY.findall(text)
+    if len(keys) != 1:
+        return None
+    key = _HANDLES_KEY.search(text)
+    assert key is not None  # noqa: S101 (found above)
+    start = key.end() + 1
+    first = _FIRST_ENTRY.match(text, start)
+    if first is None:
+        return None
+    indent = " " * len(first.group(2))
+    # The list ends at the first line that is not an entry at this indent, a line
+    # indented deeper, a comment or blank.
+    after = re.compile(rf"\n(?!{indent}-(?: |$)|{indent} | *(?:#|$))", re.MULTILINE)
+    ending = after.search(text, first.start(2) - 1 if first.start(2) else 0)
+    end = ending.start() + 1 if ending else len(text)
+    block = text[first.start(2) : end]
+    if _ANCHOR_OR_ALIAS.search(block):
+        return None
+    splitter = re.compile(rf"\n(?={indent}-(?: |$))", re.MULTILINE)
+    texts: list[str] = []
+    offsets: list[int] = []
+    at = first.start(2)
+    for piece in splitter.split(block.removesuffix("\n")):
+        texts.append(piece)
+        offsets.append(at)
+        at += len(piece) + 1
+    header = text[: key.start()] + "handles: []\n" + text[end:]
+    return Entries(header, tuple(texts), tuple(offsets), text)
+
+
+# --- the memo --------------------------------------------------------------------------
+
+
+@dataclass(frozen=True, slots=True)
+class Memo:
+    """Where the last proven run left each handle (byte offsets into its outputs).
+
+    Attributes:
+        zone: the zone's origin.
+        base: ``Inputs.base_digest`` after that run wrote its outputs.
+        refs: each handle's ref, in definition order.
+        entries: each handle's entry text in the definition.
+        keys: each handle's key ``stat`` line (``fingerprint.handle_key_lines``).
+        ttls: each handle's TTL.
+        log: the IdentityLog's Merkle tree frontier after that run (``MerkleTree.resume``).
+        serial: the SOA serial; ``serial_at`` where its digits start in the zone file.
+        rendered_end: where the rendered text ends in the zone file (the DNSSEC records,
+            if any, follow).
+        segments: where each handle's rendered lines start in the zone file, then where
+            the last one's end.
+        blocks: per handle, where its owner's DNSSEC lines start and end (empty when
+            the zone is not signed); ``apex`` the same for the zone's apex.
+        envelopes: where each handle's line (with the separator before it) starts in
+            the envelopes document, then where the last one ends;
+            ``envelopes_serial_at`` where the serial's digits start there.
+    """
+
+    zone: str
+    base: str
+    refs: tuple[str, ...]
+    entries: tuple[str, ...]
+    keys: tuple[str, ...]
+    ttls: tuple[int, ...]
+    log: tuple[tuple[int, str], ...]
+    serial: int
+    serial_at: int
+    rendered_end: int
+    segments: Sequence[int]
+    blocks: Sequence[int]
+    apex: tuple[int, int]
+    envelopes: Sequence[int]
+    envelopes_serial_at: int
+
+    def to_bytes(self) -> bytes:
+        """JSON form (offsets as base64 of little-endian 64-bit integers)."""
+        doc: dict[str, Any] = {"format": MEMO_FORMAT}
+        for name in self.__slots__:
+            value = getattr(self, name)
+            doc[name] = _packed(value) if name in _PACKED else value
+        return json.dumps(doc, separators=(",", ":")).encode()
+
+    @classmethod
+    def read(cls, path: Path) -> Memo | None:
+        """The memo at ``path``; None when missing or not a memo (then: a full run)."""
+        try:
+            doc = json.loads(path.read_bytes())
+            if doc.pop("format") != MEMO_FORMAT:
+                return None
+            memo = cls(
+                zone=str(doc["zone"]),
+                base=str(doc["base"]),
+                refs=tuple(doc["refs"]),
+                entries=tuple(doc["entries"]),
+                keys=tuple(doc["keys"]),
+                ttls=tuple(doc["ttls"]),
+                log=tuple((int(size), str(digest)) for size, digest in doc["log"]),
+                serial=int(doc["serial"]),
+                serial_at=int(doc["serial_at"]),
+                rendered_end=int(doc["rendered_end"]),
+                segments=_unpacked(doc["segments"]),
+                blocks=_unpacked(doc["blocks"]),
+                apex=(int(doc["apex"][0]), int(doc["apex"][1])),
+                envelopes=_unpacked(doc["envelopes"]),
+                envelopes_serial_at=int(doc["envelopes_serial_at"]),
+            )
+        except (OSError, ValueError, KeyError, TypeError, IndexError, AttributeError):
+            return None
+        count = len(memo.refs)
+        sizes = (len(memo.entries), len(memo.keys), len(memo.ttls))
+        if sizes != (count,) * 3 or len(memo.segments) != count + 1:
+            return None
+        if len(memo.envelopes) != count + 1 or len(memo.blocks) not in (0, 2 * count):
+            return None
+        return memo
+
+    def write(self, path: Path) -> None:
+        """Write the memo atomically.
+
+        Raises:
+            RenderError: it cannot be written.
+        """
+        atomic_write_bytes(path, self.to_bytes(), error=RenderError)
+
+
+_PACKED = frozenset({"segments", "blocks", "envelopes"})
+
+
+def _packed(values: Sequence[int]) -> str:
+    packed = array.array("q", values)
+    if sys.byteorder != "little":
+        packed.byteswap()
+    return base64.b64encode(packed.tobytes()).decode("ascii")
+
+
+def _unpacked(text: str) -> array.array[int]:
+    packed = array.array("q")
+    packed.frombytes(base64.b64decode(text, validate=True))
+    if sys.byteorder != "little":
+        packed.byteswap()
+    return packed
+
+
+def forget_memo(path: Path) -> None:
+    """Drop a memo (a run that wrote outputs without leaving one must not leave an old one)."""
+    try:
+        path.unlink()
+    except FileNotFoundError:
+        return
+    except OSError as exc:
+        raise RenderError(f"cannot remove: {exc.strerror}", where=str(path)) from exc
+
+
+# --- patching --------------------------------------------------------------------------
+
+#: A replacement in a file: (start, end, new bytes), ``start <= end``.
+Edit = tuple[int, int, bytes]
+
+
+def apply_edits(data: Chunk, edits: Sequence[Edit]) -> list[Chunk]:
+    """``data`` with ``edits`` (ascending, not overlapping) made, as consecutive chunks."""
+    chunks: list[Chunk] = []
+    at = 0
+    for start, end, new in edits:
+        if start < at or end < start:
+            raise ValueError("edits overlap or run backwards")
+        chunks.append(data[at:start])
+        chunks.append(new)
+        at = end
+    chunks.append(data[at:])
+    return chunks
+
+
+def shift(offsets: Sequence[int], edits: Sequence[Edit]) -> list[int]:
+    """Where ``offsets`` stand after ``edits``: each moves by the size change of every
+    edit that ends at or before it (an edit's own start stays put)."""
+    ends = [end for _, end, _ in edits]
+    totals = [0]
+    for start, end, new in edits:
+        totals.append(totals[-1] + len(new) - (end - start))
+    if totals[-1] == 0 and all(total == 0 for total in totals):
+        return list(offsets)
+    return [offset + totals[bisect.bisect_right(ends, offset)] for offset in offsets]
