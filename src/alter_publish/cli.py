@@ -13,7 +13,7 @@ import os
 import socket
 import sys
 import time
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Annotated, Any, NoReturn
 
@@ -90,7 +90,31 @@ def _keystore(root: Path) -> KeyStore:
 
 
 def _emit_json(document: Any) -> None:
-    typer.echo(json.dumps(document, indent=2, sort_keys=True))
+    typer.echo(_json_text(document, json.JSONEncoder(sort_keys=True).encode))
+
+
+#: Lists longer than this print one compact item per line (a sign of 100,000 handles
+#: reports 100,000 proofs: ``indent=`` would run the pure-Python encoder over them).
+_JSON_LONG_LIST = 64
+
+
+def _json_text(value: Any, encode: Callable[[Any], str], level: int = 0) -> str:
+    """``value`` as JSON indented by two spaces (keys sorted), long lists a line per item."""
+    pad = "  " * level
+    if isinstance(value, dict) and value:
+        members = (
+            f"{pad}  {encode(key)}: {_json_text(item, encode, level + 1)}"
+            for key, item in sorted(value.items())
+        )
+        return "{\n" + ",\n".join(members) + f"\n{pad}}}"
+    if isinstance(value, list) and value:
+        long = len(value) > _JSON_LONG_LIST
+        items = (
+            f"{pad}  {encode(item) if long else _json_text(item, encode, level + 1)}"
+            for item in value
+        )
+        return "[\n" + ",\n".join(items) + f"\n{pad}]"
+    return encode(value)
 
 
 def _warn(message: str) -> None:

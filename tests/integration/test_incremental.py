@@ -1,0 +1,258 @@
+"""Incremental re-signing: a patched run writes the very bytes a full run writes.
+
+Each scenario edits a workspace, copies it, signs the original (which patches the
+last proven run's outputs) and the copy with ``incremental=False`` (a full run),
+and compares every output file byte for byte.
+"""
+
+from __future__ import annotations
+
+import shutil
+from collections.abc import Callable
+from pathlib import Path
+
+import pytest
+
+from alter_publish.incremental import memo_path
+from alter_publish.keys import KeyStore
+from alter_publish.lifecycle import rotate
+from alter_publish.model import load_zone
+from alter_publish.pipeline import SignReport, sign
+from tests.conftest import NOW
+
+ZONE = "patch.example"
+OUTPUTS = (
+    f"build/{ZONE}.zone",
+    f"build/{ZONE}.envelopes.json",
+    f"build/{ZONE}.ds",
+    f"zones/{ZONE}.log",
+    f"zones/{ZONE}.state.json",
+)
+
+
+def _definition(handles: int, *, dnssec: str = "{enabled: true, denial: nsec}") -> str:
+    lines = [
+        f"zone: {ZONE}",
+        "ttl: 1h",
+        f"ns: [ns1.{ZONE}.]",
+        "hosts: {ns1: [192.0.2.1]}",
+        f"dnssec: {dnssec}",
+        "handles:",
+        f"  - handle: ~{ZONE}",
+        "    resolver: https://patch.example/apex",
+    ]
+    for n in range(1, handles):
+        if n % 7 == 0:
+            lines.append(f"  - {{handle: ~user{n}, resolver: 'https://{ZONE}/{n}'}}")
+        elif n % 5 == 0:
+            lines += [f"  - handle: ~svc{n}.bot  # a bot", "    tags:", f"      team: t{n}"]
+        else:
+            lines.append(f"  - ~user{n}")
+    lines.append("envelopes: {lifetime: 30d, renew_before: 7d}")
+    return "\n".join(lines) + "\n"
+
+
+def _workspace(root: Path, handles: int = 60, **kwargs: str) -> Path:
+    (root / "zones").mkdir(parents=True)
+    (root / "zones" / f"{ZONE}.yaml").write_text(_definition(handles, **kwargs))
+    report = _sign(root, NOW, create_keys=True)
+    assert report.ok
+    assert report.zones[0].patched is None
+    return root
+
+
+def _sign(
+    root: Path,
+    now: int,
+    *,
+    incremental: bool = True,
+    create_keys: bool = False,
+    check: bool = False,
+) -> SignReport:
+    return sign(
+        [root / "zones" / f"{ZONE}.yaml"],
+        out=root / "build",
+        keys=KeyStore(root / "keys"),
+        now=now,
+        create_keys=create_keys,
+        incremental=incremental,
+        check=check,
+    )
+
+
+def _edit(root: Path, old: str, new: str) -> None:
+    path = root / "zones" / f"{ZONE}.yaml"
+    text = path.read_text()
+    assert text.count(old) == 1, old
+    path.write_text(text.replace(old, new))
+
+
+def _read(path: Path) -> bytes | None:
+    return path.read_bytes() if path.exists() else None
+
+
+def _same_as_full(root: Path, tmp: Path, now: int) -> SignReport:
+    """Sign ``root`` (incremental) and a copy of it (full); the outputs must be equal."""
+    twin = tmp / f"twin-{now}"
+    shutil.copytree(root, twin)
+    patched = _sign(root, now)
+    full = _sign(twin, now, incremental=False)
+    assert patched.ok
+    assert full.ok
+    assert full.zones[0].patched is None
+    for name in OUTPUTS:
+        assert _read(root / name) == _read(twin / name), name
+    relative = [sorted(Path(w).name for w in r.zones[0].written) for r in (patched, full)]
+    assert relative[0] == relative[1]
+    return patched
+
+
+def test_edits_are_patched_in_exactly_as_a_full_run_writes_them(tmp_path: Path) -> None:
+    root = _workspace(tmp_path / "ws")
+    # The first handle, one in the middle (tags edited), the last: one run.
+    _edit(root, "resolver: https://patch.example/apex", "resolver: https://patch.example/moved")
+    _edit(root, "      team: t25", "      team: platform\n      tier: gold")
+    _edit(root, "  - ~user59\n", "  - {handle: ~user59, resolver: 'https://patch.example/last'}\n")
+    report = _same_as_full(root, tmp_path, NOW + 60)
+    (zone,) = report.zones
+    assert zone.patched == ("~patch.example", "~svc25.bot", "~user59")
+    assert zone.signed == 3
+    assert zone.reused == 57
+    assert zone.proof is not None
+    assert [result.handle for result in zone.proof.results] == list(zone.patched)
+    assert all(result.dnssec == "secure" for result in zone.proof.results)
+    # A second patch starts from the first one's memo; a shorter entry moves every offset.
+    _edit(root, "  - {handle: ~user59, resolver: 'https://patch.example/last'}\n", "  - ~user59\n")
+    _edit(root, "  - ~user2\n", "  - {handle: ~user2, lifetime: 20d}\n")
+    report = _same_as_full(root, tmp_path, NOW + 120)
+    assert report.zones[0].patched == ("~user2", "~user59")
+
+
+def test_a_rotated_key_is_patched_in_with_its_continuity_signature(tmp_path: Path) -> None:
+    root = _workspace(tmp_path / "ws")
+    spec = load_zone(root / "zones" / f"{ZONE}.yaml")
+    rotate(spec, "~user3", keys=KeyStore(root / "keys"), now=NOW + 100)
+    report = _same_as_full(root, tmp_path, NOW + 200)
+    (zone,) = report.zones
+    assert zone.patched == ("~user3",)
+    assert zone.proof is not None
+    assert zone.proof.results[0].epoch == 2
+    assert "psig=" in (root / f"build/{ZONE}.zone").read_text()
+    again = _sign(root, NOW + 300)
+    assert again.zones[0].unchanged
+
+
+def test_an_unsigned_zone_is_patched_too(tmp_path: Path) -> None:
+    root = _workspace(tmp_path / "ws", dnssec="{enabled: false}")
+    _edit(root, "  - ~user4\n", "  - {handle: ~user4, resolver: 'https://patch.example/4'}\n")
+    report = _same_as_full(root, tmp_path, NOW + 60)
+    assert report.zones[0].patched == ("~user4",)
+
+
+def test_an_nsec3_zone_is_patched_too(tmp_path: Path) -> None:
+    root = _workspace(tmp_path / "ws", dnssec="{enabled: true, denial: nsec3}")
+    _edit(root, "  - ~user4\n", "  - {handle: ~user4, resolver: 'https://patch.example/4'}\n")
+    report = _same_as_full(root, tmp_path, NOW + 60)
+    assert report.zones[0].patched == ("~user4",)
+
+
+def test_a_comment_edit_rewrites_no_output(tmp_path: Path) -> None:
+    root = _workspace(tmp_path / "ws")
+    _edit(root, "  - handle: ~svc5.bot  # a bot\n", "  - handle: ~svc5.bot  # the build bot\n")
+    report = _same_as_full(root, tmp_path, NOW + 60)
+    (zone,) = report.zones
+    assert zone.patched == ("~svc5.bot",)
+    assert zone.signed == 0
+    assert zone.written == ()
+
+
+def test_check_reports_a_patch_and_writes_nothing(tmp_path: Path) -> None:
+    root = _workspace(tmp_path / "ws")
+    _edit(root, "  - ~user4\n", "  - {handle: ~user4, resolver: 'https://patch.example/4'}\n")
+    before = {name: _read(root / name) for name in OUTPUTS}
+    report = _sign(root, NOW + 60, check=True)
+    assert report.ok
+    assert report.drift
+    assert report.zones[0].patched == ("~user4",)
+    assert {name: _read(root / name) for name in OUTPUTS} == before
+
+
+Change = Callable[[Path], None]
+
+
+def _add_handle(root: Path) -> None:
+    _edit(root, "  - ~user1\n", "  - ~user1\n  - ~newcomer\n")
+
+
+def _rename_handle(root: Path) -> None:
+    _edit(root, "  - ~user1\n", "  - ~renamed1\n")
+
+
+def _change_ttl(root: Path) -> None:
+    _edit(root, "  - ~user1\n", "  - {handle: ~user1, ttl: 5m}\n")
+
+
+def _alias(root: Path) -> None:
+    _edit(root, "  - ~user1\n", "  - &one ~user1\n")
+
+
+def _zone_field(root: Path) -> None:
+    _edit(root, "ttl: 1h\n", "ttl: 2h\n")
+
+
+def _many(root: Path) -> None:
+    for n in (1, 2, 3, 4):
+        _edit(
+            root, f"  - ~user{n}\n", f"  - {{handle: ~user{n}, resolver: 'https://x.example/'}}\n"
+        )
+
+
+@pytest.mark.parametrize(
+    "change",
+    [_add_handle, _rename_handle, _change_ttl, _alias, _zone_field, _many],
+    ids=["added", "renamed", "ttl", "alias", "zone-field", "too-many"],
+)
+def test_what_a_patch_cannot_do_exactly_runs_in_full(change: Change, tmp_path: Path) -> None:
+    root = _workspace(tmp_path / "ws")
+    change(root)
+    twin = tmp_path / "twin"
+    shutil.copytree(root, twin)
+    report = _sign(root, NOW + 60, create_keys=True)
+    assert report.ok
+    assert report.zones[0].patched is None
+    if change in (_add_handle, _rename_handle):
+        return  # a new handle gets a new (random) key: nothing to compare with
+    full = _sign(twin, NOW + 60, incremental=False)
+    assert full.ok
+    for name in OUTPUTS:
+        assert _read(root / name) == _read(twin / name), name
+
+
+def test_custom_templates_leave_no_memo(tmp_path: Path) -> None:
+    root = _workspace(tmp_path / "ws")
+    assert memo_path(root / "build", root / "zones" / f"{ZONE}.yaml").exists()
+    templates = tmp_path / "templates"
+    shutil.copytree(Path(__file__).resolve().parents[2] / "templates", templates)
+    zone_template = templates / "zone.j2"
+    zone_template.write_text(zone_template.read_text() + "; customized\n")
+    _edit(root, "  - ~user4\n", "  - {handle: ~user4, resolver: 'https://patch.example/4'}\n")
+    report = sign(
+        [root / "zones" / f"{ZONE}.yaml"],
+        out=root / "build",
+        keys=KeyStore(root / "keys"),
+        now=NOW + 60,
+        templates=templates,
+    )
+    assert report.ok
+    assert report.zones[0].patched is None
+    assert not memo_path(root / "build", root / "zones" / f"{ZONE}.yaml").exists()
+
+
+def test_a_renewal_falls_due_and_runs_in_full(tmp_path: Path) -> None:
+    root = _workspace(tmp_path / "ws")
+    _edit(root, "  - ~user4\n", "  - {handle: ~user4, resolver: 'https://patch.example/4'}\n")
+    later = NOW + 24 * 86400  # within renew_before of every envelope's expiry
+    report = _sign(root, later)
+    assert report.ok
+    assert report.zones[0].patched is None
+    assert report.zones[0].signed == 60

@@ -1,0 +1,174 @@
+"""The pieces of incremental re-signing: cutting a definition around its handle
+entries, the memo, and edits to byte strings."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from alter_publish.identitylog import (
+    LogEntry,
+    MerkleTree,
+    append_lines,
+    read_log,
+    read_owner_entries,
+)
+from alter_publish.incremental import Memo, apply_edits, shift, split_entries
+from alter_publish.loader import load_yaml_text
+
+LAYOUTS = {
+    "plain": "zone: a.example\nhandles:\n  - ~a\n  - ~b\n  - ~c\n",
+    "last key missing newline": "zone: a.example\nhandles:\n  - ~a\n  - ~b",
+    "keys after": "zone: a.example\nhandles:\n  - ~a\n  - ~b\nns: [x.]\nttl: 1h\n",
+    "indent 0": "handles:\n- ~a\n- handle: ~b\n  resolver: https://x/\n- ~c\nzone: a.example\n",
+    "comments and blanks": (
+        "zone: a.example\nhandles:   # every handle\n\n  # first\n  - ~a   # apex\n\n"
+        "# out-dented comment\n  - handle: ~b\n    tags:\n      team: x\n\n  - ~c\n\nns: [x.]\n"
+    ),
+    "block scalar": (
+        "handles:\n  - handle: ~a\n    note: |\n      - not an entry\n      # not a comment\n"
+        "  - ~b\nzone: a.example\n"
+    ),
+    "nested list": "handles:\n  - handle: ~a\n    more:\n    - x\n    - y\n  - ~b\n",
+    "flow entries": "handles:\n  - {handle: ~a, resolver: 'https://x/?a=1&b=2'}\n  - ~b\n",
+}
+
+
+def _entries_of(text: str) -> list[tuple[object, int]]:
+    node = load_yaml_text(text, "d.yaml")
+    return [(entry.plain(), entry.mark.line) for entry in node.value["handles"].value]
+
+
+@pytest.mark.parametrize("text", LAYOUTS.values(), ids=LAYOUTS.keys())
+def test_each_entry_alone_parses_as_in_the_whole_definition(text: str) -> None:
+    entries = split_entries(text)
+    assert entries is not None
+    whole = _entries_of(text)
+    assert len(entries.texts) == len(whole)
+    for index in range(len(whole)):
+        assert _entries_of(entries.document([index])) == [whole[index]]
+    assert _entries_of(entries.document(range(len(whole)))) == whole
+    header = load_yaml_text(entries.header, "d.yaml").plain()
+    full = load_yaml_text(text, "d.yaml").plain()
+    assert header == {**full, "handles": []}
+
+
+DECLINED = {
+    "flow list": "handles: [~a, ~b]\n",
+    "no entries": "handles:\nzone: a.example\n",
+    "anchor": "handles:\n  - &a ~a\n  - *a\n",
+    "merge key": "handles:\n  - &x {handle: ~a}\n  - <<: *x\n",
+    "tab": "handles:\n\t- ~a\n",
+    "crlf": "handles:\r\n  - ~a\r\n",
+    "two keys": "handles:\n  - ~a\nhandles:\n  - ~b\n",
+    "mapping": "handles:\n  a: ~a\n",
+}
+
+
+@pytest.mark.parametrize("text", DECLINED.values(), ids=DECLINED.keys())
+def test_layouts_it_cannot_cut_safely_are_declined(text: str) -> None:
+    assert split_entries(text) is None
+
+
+def test_edits_and_shifted_offsets() -> None:
+    data = b"0123456789"
+    edits = [(1, 3, b"abcd"), (5, 5, b"+"), (8, 10, b"")]
+    assert b"".join(apply_edits(data, edits)) == b"0abcd34+567"
+    # 0 stays; 1 (an edit's start) stays; 3 (its end) moves by +2; 5 by +3; 10 by +1.
+    assert shift([0, 1, 3, 5, 9, 10], edits) == [0, 1, 5, 8, 12, 11]
+    assert b"".join(apply_edits(memoryview(data), [])) == data
+    with pytest.raises(ValueError, match="overlap"):
+        apply_edits(data, [(3, 5, b""), (4, 6, b"")])
+
+
+def _memo(**changes: object) -> Memo:
+    values: dict[str, object] = {
+        "zone": "a.example",
+        "base": "b",
+        "refs": ("~a", "~b"),
+        "entries": ("  - ~a", "  - ~b"),
+        "keys": ("1 2 3 4 5 6", "- -"),
+        "ttls": (60, 60),
+        "log": ((2, "00" * 32),),
+        "serial": 7,
+        "serial_at": 100,
+        "rendered_end": 900,
+        "segments": (200, 300, 400),
+        "blocks": (1000, 1100, 1100, 1200),
+        "apex": (900, 1000),
+        "envelopes": (50, 80, 110),
+        "envelopes_serial_at": 130,
+    }
+    values.update(changes)
+    return Memo(**values)  # type: ignore[arg-type]
+
+
+def test_a_memo_reads_back_as_written(tmp_path: Path) -> None:
+    path = tmp_path / "memo.json"
+    memo = _memo(segments=(200, 2**40, 2**40 + 1))
+    memo.write(path)
+    again = Memo.read(path)
+    assert again is not None
+    assert list(again.segments) == [200, 2**40, 2**40 + 1]
+    assert (again.refs, again.entries, again.log, again.apex) == (
+        memo.refs,
+        memo.entries,
+        memo.log,
+        memo.apex,
+    )
+
+
+@pytest.mark.parametrize(
+    "damage",
+    [
+        lambda text: text[: len(text) // 2],
+        lambda text: text.replace("alter-publish/memo/1", "alter-publish/memo/0"),
+        lambda text: text.replace('"~b"', '"~b","~c"'),
+        lambda text: "[]",
+        lambda text: "",
+    ],
+    ids=["truncated", "format", "counts", "not an object", "empty"],
+)
+def test_a_damaged_memo_reads_as_none(tmp_path: Path, damage: object) -> None:
+    path = tmp_path / "memo.json"
+    _memo().write(path)
+    path.write_text(damage(path.read_text()))  # type: ignore[operator]
+    assert Memo.read(path) is None
+    assert Memo.read(tmp_path / "missing.json") is None
+
+
+def test_a_merkle_tree_resumes_from_its_frontier() -> None:
+    for size in (0, 1, 2, 3, 7, 8, 13):
+        tree = MerkleTree()
+        for number in range(size):
+            tree.append(b"entry %d" % number)
+        resumed = MerkleTree.resume(tree.frontier())
+        assert (resumed.size, resumed.root()) == (tree.size, tree.root())
+        tree.append(b"next")
+        resumed.append(b"next")
+        assert resumed.root() == tree.root()
+    with pytest.raises(ValueError, match="frontier"):
+        MerkleTree.resume([(3, "00" * 32)])
+    with pytest.raises(ValueError, match="frontier"):
+        MerkleTree.resume([(1, "00" * 32), (2, "00" * 32)])
+
+
+def test_owner_entries_are_found_in_the_log_bytes(tmp_path: Path) -> None:
+    path = tmp_path / "z.log"
+    entries = [
+        LogEntry("_alter.a.z.", "v=alter1; one"),
+        LogEntry("_alter.b.z.", "v=alter1; two"),
+        LogEntry("_alter.a.z.", "v=alter1; three"),
+        LogEntry("x_alter.a.z.", "v=alter1; not a"),
+        LogEntry("_alter.c.z.", "v=alter1; four"),
+    ]
+    path.write_text("".join(entry.to_line() for entry in entries))
+    raw, log = read_owner_entries(path, ["_alter.a.z.", "_alter.c.z.", "_alter.none.z."])
+    assert raw == path.read_bytes()
+    assert log.entries == (entries[0], entries[2], entries[4])
+    append_lines(path, raw, [LogEntry("_alter.d.z.", "v=alter1; five")])
+    assert read_log(path).entries[-1] == LogEntry("_alter.d.z.", "v=alter1; five")
+    assert read_log(path).entries[:5] == tuple(entries)
+    empty_raw, empty = read_owner_entries(tmp_path / "none.log", ["_alter.a.z."])
+    assert (empty_raw, empty.entries) == (b"", ())
