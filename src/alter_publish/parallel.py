@@ -86,6 +86,13 @@ def _share(value: Any) -> None:
     _SHARED[0] = value
 
 
+def _forked(nice: int) -> None:
+    """Forked worker initializer: no garbage collection (see ``Workers``), ``nice``."""
+    gc.disable()
+    if nice:
+        os.nice(nice)
+
+
 def shared() -> Any:
     """The ``shared`` value of the :class:`Workers` this process belongs to (or runs)."""
     return _SHARED[0]
@@ -104,6 +111,7 @@ class Workers:
         *,
         size: int | None = None,
         fresh: bool = False,
+        nice: int = 0,
     ) -> None:
         """Publish ``shared`` and start the workers now.
 
@@ -115,6 +123,8 @@ class Workers:
             fresh: start new interpreters instead of forking this process: for a big
                 parent whose memory the workers do not need (forked workers that touch
                 inherited objects copy their pages). ``shared`` is then pickled.
+            nice: lower the (forked) workers' scheduling priority by this much: for
+                helpers that must not take the CPU from this process's own work.
         """
         _SHARED[0] = shared
         if size is not None and size < PARALLEL_MIN_ITEMS:
@@ -129,7 +139,9 @@ class Workers:
             # worker's first collection walks (and so copies) the whole inherited heap.
             gc.freeze()
             try:
-                self._pool = multiprocessing.get_context("fork").Pool(jobs, initializer=gc.disable)
+                self._pool = multiprocessing.get_context("fork").Pool(
+                    jobs, initializer=_forked, initargs=(nice,)
+                )
             finally:
                 gc.unfreeze()
 

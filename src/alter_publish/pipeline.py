@@ -13,6 +13,7 @@ import dataclasses
 import functools
 import hashlib
 import json
+import os
 import time
 from collections.abc import Iterable, Iterator, Mapping, Sequence
 from contextlib import contextmanager
@@ -509,6 +510,8 @@ def _previous_key(
 
 #: Handles per key-loading task (workers load the next spans while the chain runs).
 KEY_SPAN_HANDLES = 1000
+#: How much lower the key loaders' scheduling priority is than the envelope chain's.
+LOADER_NICE = 10
 
 
 @dataclass(frozen=True, slots=True)
@@ -540,13 +543,20 @@ def _load_key_span(span: tuple[int, int]) -> list[_Loaded]:
     """Worker side: the current key of handles ``span`` (or the problem, one line)."""
     keys, origin, handles, create = shared()
     loaded: list[_Loaded] = []
-    for handle in handles[span[0] : span[1]]:
-        try:
-            epoch, seed, commitment = keys.current_material(origin, handle, create=create)
-        except KeyStoreError as exc:
-            loaded.append(str(exc))
-            continue
-        loaded.append((epoch, SigningKey.from_seed(seed).public, commitment, seed))
+    zone_fd = keys.open_zone_dir(origin)
+    try:
+        for handle in handles[span[0] : span[1]]:
+            try:
+                epoch, seed, commitment = keys.current_material(
+                    origin, handle, create=create, zone_fd=zone_fd
+                )
+            except KeyStoreError as exc:
+                loaded.append(str(exc))
+                continue
+            loaded.append((epoch, SigningKey.from_seed(seed).public, commitment, seed))
+    finally:
+        if zone_fd is not None:
+            os.close(zone_fd)
     return loaded
 
 
@@ -672,8 +682,11 @@ def plan_zone(
         spans = ranges(len(spec.handles), KEY_SPAN_HANDLES)
         loading = (keys, spec.origin, tuple(h.handle for h in spec.handles), create_keys)
         # Key files are small reads that wait on the disk when not cached: twice as many
-        # loaders as CPUs keep both busy either way.
-        with Workers(2 * jobs if jobs > 1 else 1, loading, size=len(spec.handles)) as pool:
+        # loaders as CPUs keep both busy either way. The chain here is the critical path:
+        # the loaders run at a lower priority and take what CPU it leaves.
+        with Workers(
+            2 * jobs if jobs > 1 else 1, loading, size=len(spec.handles), nice=LOADER_NICE
+        ) as pool:
             for (first, _), loaded in zip(
                 spans, pool.map_chunks(_load_key_span, spans, progress=progress), strict=True
             ):
@@ -1082,7 +1095,7 @@ def sign(
                 )
                 if not check:
                     handle_lines = _record_fingerprint(
-                        plan, out, keys, template_dir, options, proven=verify
+                        plan, out, keys, template_dir, options, proven=verify, jobs=jobs
                     )
                     _record_memo(
                         plan, out, keys, template_dir, options, handle_lines, envelope_starts
@@ -1210,7 +1223,14 @@ def _valid_span(
 
 
 def _record_fingerprint(
-    plan: ZonePlan, out: Path, keys: KeyStore, templates: Path, options: str, *, proven: bool
+    plan: ZonePlan,
+    out: Path,
+    keys: KeyStore,
+    templates: Path,
+    options: str,
+    *,
+    proven: bool,
+    jobs: int = 1,
 ) -> list[str]:
     """After a written run: record it if proven, else drop any older record.
 
@@ -1223,7 +1243,7 @@ def _record_fingerprint(
         forget(path)
         return []
     handle_keys = tuple(
-        (str(keys.handle_dir(spec.origin, item.spec.handle)), item.envelope.epoch)
+        (keys.handle_dir_text(spec.origin, item.spec.handle), item.envelope.epoch)
         for item in plan.signed
     )
     zone_keys_dir = str(keys.zone_keys_dir(spec.origin))
@@ -1238,7 +1258,7 @@ def _record_fingerprint(
         "ds": list(signed_zone.ds_text.splitlines()) if signed_zone else [],
         "dnssec": _dnssec_summary(plan),
     }
-    handle_lines = handle_key_lines(handle_keys)
+    handle_lines = handle_key_lines(handle_keys, jobs=jobs)
     Fingerprint(
         digest=inputs.digest(handle_lines),
         valid_from=valid_from,

@@ -194,6 +194,10 @@ def content_digest(text: str) -> str:
     return hashlib.sha256(text.encode("utf-8")).hexdigest()
 
 
+#: One encoder for every line (``json.dumps`` with options builds one per call).
+_ENCODE_LINE = json.JSONEncoder(sort_keys=True, separators=(", ", ": ")).encode
+
+
 def envelope_line(item: SignedHandle) -> str:
     """One handle's line of ``<zone>.envelopes.json`` (the C encoder, sorted keys)."""
     mapping = {
@@ -202,7 +206,7 @@ def envelope_line(item: SignedHandle) -> str:
         "text": item.envelope.to_text(),
         "txt_strings": list(item.envelope.txt_strings()),
     } | ({"revocations": [r.to_text() for r in item.revocations]} if item.revocations else {})
-    return "    " + json.dumps(mapping, sort_keys=True, separators=(", ", ": "))
+    return "    " + _ENCODE_LINE(mapping)
 
 
 def envelopes_document(
