@@ -19,6 +19,7 @@ from __future__ import annotations
 
 import argparse
 import contextlib
+import dataclasses
 import importlib.metadata
 import json
 import os
@@ -52,6 +53,10 @@ ROTATE_NOW = NOW + 120
 TIERS = ("user{n}", "svc{n}.bot", "cc-agent-{n}")
 CHANGED_HANDLE = "~user3"
 ROTATED_HANDLE = "~user6"
+# The twins of the timed steps, which measure memory (see ``twin``).
+TWIN_CHANGED_HANDLE = "~user9"
+TWIN_ROTATED_HANDLE = "~user12"
+TWIN_DELAY_SECONDS = 30
 CHANGED_RESOLVER = "https://bench.example/changed"
 MIN_HANDLES = 10
 SIGNATURE_VALIDITY_SECONDS = 14 * 86400
@@ -123,6 +128,12 @@ class Run:
     def maxrss_mib(self) -> float:
         """ru_maxrss of the main process (largest of it and its reaped children), MiB."""
         return self.maxrss_bytes / MIB
+
+    def memory_of(self, twin: Run) -> Run:
+        """This run's time with ``twin``'s memory (see ``twin``)."""
+        return dataclasses.replace(
+            self, peak_tree_bytes=twin.peak_tree_bytes, maxrss_bytes=twin.maxrss_bytes
+        )
 
 
 def process_parents() -> dict[int, int]:
@@ -200,16 +211,20 @@ def read_back(stream: IO[bytes]) -> str:
     return stream.read().decode("utf-8", errors="replace")
 
 
-def measure(argv: Sequence[str], cwd: Path, env: dict[str, str] | None = None) -> Run:
-    """Run one command; wall time, peak tree RSS, ru_maxrss and its output."""
+def measure(
+    argv: Sequence[str], cwd: Path, env: dict[str, str] | None = None, *, sample: bool = True
+) -> Run:
+    """Run one command; wall time, peak tree Pss (when ``sample``), ru_maxrss, output."""
     with tempfile.TemporaryFile() as out, tempfile.TemporaryFile() as err:
         start = time.perf_counter()
         process = subprocess.Popen(argv, cwd=cwd, env=env, stdout=out, stderr=err)
         sampler = TreeSampler(process.pid)
-        sampler.start()
+        if sample:
+            sampler.start()
         _, status, usage = os.wait4(process.pid, 0)
         wall = time.perf_counter() - start
-        sampler.stop()
+        if sample:
+            sampler.stop()
         process.returncode = os.waitstatus_to_exitcode(status)
         return Run(
             argv=tuple(argv),
@@ -230,13 +245,13 @@ def cli_env() -> dict[str, str]:
     return env
 
 
-def cli(root: Path, *args: str) -> Run:
-    """Run ``alter-publish ARGS`` in ``root``, measured.
+def cli(root: Path, *args: str, sample: bool = True) -> Run:
+    """Run ``alter-publish ARGS`` in ``root``, measured (memory only when ``sample``).
 
     Raises:
         BenchError: the command exited non-zero (its stderr is in the message).
     """
-    run = measure([sys.executable, "-m", "alter_publish", *args], root, cli_env())
+    run = measure([sys.executable, "-m", "alter_publish", *args], root, cli_env(), sample=sample)
     if run.returncode != 0:
         raise BenchError(
             f"alter-publish {shlex.join(args)} failed (exit {run.returncode}) in {root}:\n"
@@ -251,7 +266,9 @@ def tool(argv: Sequence[str], cwd: Path) -> Run:
     Raises:
         BenchError: it exited non-zero.
     """
-    run = measure(argv, cwd)
+    # One process each: its ru_maxrss is its peak, no sampler to slow it (see run_size).
+    run = measure(argv, cwd, sample=False)
+    run = dataclasses.replace(run, peak_tree_bytes=run.maxrss_bytes)
     if run.returncode != 0:
         raise BenchError(
             f"{shlex.join(argv)} failed (exit {run.returncode}):\n"
@@ -980,7 +997,13 @@ def run_size(
     detail = f"{sign_detail(zone_report(keygen))}; then removed {', '.join(removed)}"
     result.add_run("keygen (not a target)", keygen, detail)
 
-    full = cli(root, *sign_args(options, NOW))
+    # Timed runs go without the memory sampler: reading smaps_rollup of a 900 MB process
+    # takes ~30 ms and holds its memory map lock, so sampling every 50 ms slowed the
+    # sign it measured by a fifth. Each timed step has a sampled twin (the same step
+    # again, or the same kind of step on another handle) whose peak memory it reports.
+    twin = cli(root, *sign_args(options, NOW))
+    reset_to_keys_only(root)
+    full = cli(root, *sign_args(options, NOW), sample=False).memory_of(twin)
     zone = zone_report(full)
     result.full_sign = full.wall_seconds
     result.rrsigs = signature_count(zone)
@@ -992,8 +1015,9 @@ def run_size(
             result.dnssec_stage = seconds
 
     before = snapshot(root)
-    again = cli(root, *sign_args(options, NOW))
+    again = cli(root, *sign_args(options, NOW), sample=False)
     changes = rewritten(before, snapshot(root))
+    again = again.memory_of(cli(root, *sign_args(options, NOW)))
     result.no_change = again.wall_seconds
     result.no_change_rewritten = changes
     result.peak_sign_mib = max(result.peak_sign_mib, again.peak_mib)
@@ -1002,8 +1026,10 @@ def run_size(
 
     what = change_handle(root / DEFINITION, CHANGED_HANDLE)
     before = snapshot(root)
-    changed = cli(root, *sign_args(options, CHANGE_NOW))
+    changed = cli(root, *sign_args(options, CHANGE_NOW), sample=False)
     changes = rewritten(before, snapshot(root))
+    change_handle(root / DEFINITION, TWIN_CHANGED_HANDLE)
+    changed = changed.memory_of(cli(root, *sign_args(options, CHANGE_NOW + TWIN_DELAY_SECONDS)))
     result.one_change = changed.wall_seconds
     result.peak_sign_mib = max(result.peak_sign_mib, changed.peak_mib)
     detail = f"{what}; changed: {', '.join(changes) or 'none'}; {sign_detail(zone_report(changed))}"
@@ -1012,8 +1038,11 @@ def run_size(
     rotate = cli(root, "rotate", ROTATED_HANDLE, "--zone", ZONE, "--now", str(ROTATE_NOW))
     result.add_run(f"rotate {ROTATED_HANDLE} (not a target)", rotate, "")
     before = snapshot(root)
-    published = cli(root, *sign_args(options, ROTATE_NOW))
+    published = cli(root, *sign_args(options, ROTATE_NOW), sample=False)
     changes = rewritten(before, snapshot(root))
+    cli(root, "rotate", TWIN_ROTATED_HANDLE, "--zone", ZONE, "--now", str(ROTATE_NOW))
+    twin_now = ROTATE_NOW + TWIN_DELAY_SECONDS
+    published = published.memory_of(cli(root, *sign_args(options, twin_now)))
     result.rotated = published.wall_seconds
     result.peak_sign_mib = max(result.peak_sign_mib, published.peak_mib)
     detail = f"changed: {', '.join(changes) or 'none'}; {sign_detail(zone_report(published))}"
