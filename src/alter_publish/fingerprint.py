@@ -210,7 +210,8 @@ class Fingerprint:
 
 
 def forget(path: Path) -> None:
-    """Drop a record (a failed or unproven run must not leave an old one standing)."""
+    """Drop a record (a fingerprint or memo): a failed or unproven run, or one that
+    leaves none, must not leave an old one standing."""
     try:
         path.unlink()
     except FileNotFoundError:

@@ -241,16 +241,6 @@ def _unpacked(text: str) -> array.array[int]:
     return packed
 
 
-def forget_memo(path: Path) -> None:
-    """Drop a memo (a run that wrote outputs without leaving one must not leave an old one)."""
-    try:
-        path.unlink()
-    except FileNotFoundError:
-        return
-    except OSError as exc:
-        raise RenderError(f"cannot remove: {exc.strerror}", where=str(path)) from exc
-
-
 # --- patching --------------------------------------------------------------------------
 
 #: A replacement in a file: (start, end, new bytes), ``start <= end``.

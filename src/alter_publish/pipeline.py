@@ -77,7 +77,6 @@ from alter_publish.incremental import (
     Entries,
     Memo,
     apply_edits,
-    forget_memo,
     memo_path,
     shift,
     split_entries,
@@ -714,15 +713,7 @@ def plan_zone(
                 problems[0] + (f" (+{more} more)" if more else ""), reasons=tuple(problems)
             )
         progress.done()
-        expectations = {
-            item.spec.handle.ref: _expectation(
-                item.spec,
-                item.envelope,
-                tuple(revocation.to_text() for revocation in item.revocations),
-                index,
-            )
-            for item in signed
-        }
+        expectations = _expectations(signed, index)
     with watch.stage("zone keys"):
         zone_keys = (
             keys.current_zone_keys(spec.origin, create=create_keys, now=now)
@@ -914,6 +905,19 @@ def _next_state(
     )
 
 
+def _expectations(signed: Sequence[SignedHandle], index: LogIndex) -> dict[str, Expectation]:
+    """What the proof checks for each handle signed (see :func:`_expectation`)."""
+    return {
+        item.spec.handle.ref: _expectation(
+            item.spec,
+            item.envelope,
+            tuple(revocation.to_text() for revocation in item.revocations),
+            index,
+        )
+        for item in signed
+    }
+
+
 def _expectation(
     handle_spec: HandleSpec,
     envelope: Envelope,
@@ -1097,9 +1101,12 @@ def sign(
                     handle_lines = _record_fingerprint(
                         plan, out, keys, template_dir, options, proven=verify, jobs=jobs
                     )
-                    _record_memo(
-                        plan, out, keys, template_dir, options, handle_lines, envelope_starts
-                    ) if verify else forget_memo(memo_path(out, plan.spec.path))
+                    if verify:
+                        _record_memo(
+                            plan, out, keys, template_dir, options, handle_lines, envelope_starts
+                        )
+                    else:
+                        forget(memo_path(out, plan.spec.path))
         signed_zone = plan.signed_zone
         results.append(
             ZoneResult(
@@ -1390,7 +1397,7 @@ def _record_memo(
     if plan.layout is not None and _shipped_templates(templates):
         memo = _full_memo(plan, plan.layout, handle_lines, envelope_starts)
     if memo is None:
-        forget_memo(path)
+        forget(path)
         return
     base = _base_digest(plan.spec.path, plan.spec.origin, out, keys, templates, options, memo[1])
     dataclasses.replace(memo[0], base=base).write(path)
@@ -1564,15 +1571,7 @@ def _try_patch(
             _sign_handle(
                 spec, handle_spec, key, keys, now, index, revocations, tree, signed, new_entries
             )
-        expectations = {
-            item.spec.handle.ref: _expectation(
-                item.spec,
-                item.envelope,
-                tuple(revocation.to_text() for revocation in item.revocations),
-                index,
-            )
-            for item in signed
-        }
+        expectations = _expectations(signed, index)
 
     zone_file, envelopes_file = output_paths(out, spec.origin)
     with watch.stage("render"):
