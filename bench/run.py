@@ -844,7 +844,7 @@ def describe_machine() -> Machine:
             cpu = line.split(":", 1)[1].strip()
             break
     versions = []
-    for name in ("dnspython", "cryptography"):
+    for name in ("dnspython", "cryptography", "PyNaCl", "PyYAML", "Jinja2"):
         try:
             versions.append(f"{name} {importlib.metadata.version(name)}")
         except importlib.metadata.PackageNotFoundError:

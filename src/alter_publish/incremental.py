@@ -20,6 +20,7 @@ from __future__ import annotations
 import array
 import base64
 import bisect
+import itertools
 import json
 import re
 import sys
@@ -213,6 +214,44 @@ class Memo:
         if len(memo.envelopes) != count + 1 or len(memo.blocks) not in (0, 2 * count):
             return None
         return memo
+
+    def fits(self, zone: bytes, envelopes: bytes, changed: Sequence[int]) -> bool:
+        """Whether the offsets can be those of ``zone`` and ``envelopes`` (the files as
+        read now) for the ``changed`` handles: in order, inside the files, on the lines
+        the shipped templates write for each handle. A memo is only ever a hint: what
+        it says is checked where it is used."""
+        segments, envelope_starts, blocks = self.segments, self.envelopes, self.blocks
+        if not (
+            0 <= self.serial_at < segments[0]
+            and segments[-1] == self.rendered_end <= len(zone)
+            and envelope_starts[-1] < self.envelopes_serial_at < len(envelopes)
+            and all(a < b for a, b in itertools.pairwise(segments))
+            and all(a < b for a, b in itertools.pairwise(envelope_starts))
+        ):
+            return False
+        if blocks and not all(
+            self.rendered_end <= start < end <= len(zone)
+            for start, end in (self.apex, *zip(blocks[::2], blocks[1::2], strict=True))
+        ):
+            return False
+        count = len(self.refs)
+        for index in changed:
+            first = f"; {self.refs[index]} ".encode()
+            line = envelopes[envelope_starts[index] : envelope_starts[index + 1]]
+            if (
+                not zone.startswith(first, segments[index])
+                or zone.startswith(first + b"revocation ", segments[index])
+                or zone[segments[index + 1] - 1 : segments[index + 1]] != b"\n"
+                or f'"handle": "{self.refs[index]}"'.encode() not in line
+                or not line.startswith(b"\n    {" if index == 0 else b",\n    {")
+            ):
+                return False
+            if index + 1 < count:
+                after = f"; {self.refs[index + 1]} ".encode()
+                at = segments[index + 1]
+                if not zone.startswith(after, at) or zone.startswith(after + b"revocation ", at):
+                    return False
+        return True
 
     def write(self, path: Path) -> None:
         """Write the memo atomically.

@@ -1417,6 +1417,8 @@ def _full_memo(
     count = len(plan.signed)
     if entries is None or len(entries.texts) != count or len(envelope_starts) != count + 3:
         return None
+    if len({item.spec.owner for item in plan.signed}) != count:
+        return None  # handles sharing an owner share one rrset: only a full run signs it
     blocks: list[int] = []
     apex = (0, 0)
     if plan.signed_zone is not None:
@@ -1558,8 +1560,8 @@ def _try_patch(
             tree = MerkleTree.resume(memo.log)
         except ValueError:
             return None
-        if tree.size != raw_log.count(b"\n"):
-            return None
+        if tree.size != raw_log.count(b"\n") or b"\r" in raw_log:
+            return None  # a log not as this tool writes it: the full run reads it line by line
         signed: list[SignedHandle] = []
         new_entries: list[LogEntry] = []
         for handle_spec in handle_specs:
@@ -1574,59 +1576,69 @@ def _try_patch(
         expectations = _expectations(signed, index)
 
     zone_file, envelopes_file = output_paths(out, spec.origin)
-    with watch.stage("render"):
-        try:
-            old_zone = zone_file.read_bytes()
-            old_envelopes = envelopes_file.read_bytes()
-        except OSError:
-            return None
-        old_serial = str(memo.serial).encode()
-        serial_end = memo.serial_at + len(old_serial)
-        env_serial_end = memo.envelopes_serial_at + len(old_serial)
-        if (
-            old_zone[memo.serial_at : serial_end] != old_serial
-            or old_envelopes[memo.envelopes_serial_at : env_serial_end] != old_serial
-        ):
-            return None
-        rrsets = handle_rrsets(signed)
-        context = template_context(spec, signed, 0, __version__, rrsets)
-        segments = [text.encode() for text in handle_segments(templates, context)]
-        segment_edits: list[Edit] = [
-            (memo.segments[index], memo.segments[index + 1], segment)
-            for index, segment in zip(changed, segments, strict=True)
-        ]
-        draft = hashlib.sha256()
-        rendered = memoryview(old_zone)[: memo.rendered_end]
-        for chunk in apply_edits(rendered, [(memo.serial_at, serial_end, b"0"), *segment_edits]):
-            draft.update(chunk)
-        draft.update(_dnssec_fingerprint(spec, zone_keys, window).encode())
-        serial = previous_state.next_for(draft.hexdigest(), now)
-        new_serial = str(serial).encode()
-        zone_edits: list[Edit] = [(memo.serial_at, serial_end, new_serial), *segment_edits]
-        head = b"".join(apply_edits(old_zone[: memo.segments[0]], zone_edits[:1])).decode()
-        proof_text = [head, *(segment.decode() for segment in segments)]
-
-    if window is not None:
-        with watch.stage("dnssec"):
-            blocks = _patched_blocks(
-                old_zone, memo, changed, head, rrsets, spec, zone_keys, window, zone_file.name
-            )
-            if blocks is None:
+    # The memo and the old outputs are hints checked as they are used: anything that
+    # does not fit declines (a full run rewrites the outputs whole).
+    try:
+        with watch.stage("render"):
+            try:
+                old_zone = zone_file.read_bytes()
+                old_envelopes = envelopes_file.read_bytes()
+            except OSError:
                 return None
-            zone_edits.extend(blocks)
-            proof_text.extend(new.decode() for _, _, new in blocks)
-    # Edits that change nothing (an entry's comment edited, say) are no edits: a full run
-    # would leave such a file alone.
-    zone_edits = sorted(
-        (edit for edit in zone_edits if old_zone[edit[0] : edit[1]] != edit[2]),
-        key=lambda edit: edit[0],
-    )
+            if not memo.fits(old_zone, old_envelopes, changed):
+                return None
+            old_serial = str(memo.serial).encode()
+            serial_end = memo.serial_at + len(old_serial)
+            env_serial_end = memo.envelopes_serial_at + len(old_serial)
+            if (
+                old_zone[memo.serial_at : serial_end] != old_serial
+                or old_envelopes[memo.envelopes_serial_at : env_serial_end] != old_serial
+            ):
+                return None
+            rrsets = handle_rrsets(signed)
+            context = template_context(spec, signed, 0, __version__, rrsets)
+            segments = [text.encode() for text in handle_segments(templates, context)]
+            segment_edits: list[Edit] = [
+                (memo.segments[index], memo.segments[index + 1], segment)
+                for index, segment in zip(changed, segments, strict=True)
+            ]
+            draft = hashlib.sha256()
+            rendered = memoryview(old_zone)[: memo.rendered_end]
+            for chunk in apply_edits(
+                rendered, [(memo.serial_at, serial_end, b"0"), *segment_edits]
+            ):
+                draft.update(chunk)
+            draft.update(_dnssec_fingerprint(spec, zone_keys, window).encode())
+            serial = previous_state.next_for(draft.hexdigest(), now)
+            new_serial = str(serial).encode()
+            zone_edits: list[Edit] = [(memo.serial_at, serial_end, new_serial), *segment_edits]
+            head = b"".join(apply_edits(old_zone[: memo.segments[0]], zone_edits[:1])).decode()
+            proof_text = [head, *(segment.decode() for segment in segments)]
+
+        if window is not None:
+            with watch.stage("dnssec"):
+                blocks = _patched_blocks(
+                    old_zone, memo, changed, head, rrsets, spec, zone_keys, window, zone_file.name
+                )
+                if blocks is None:
+                    return None
+                zone_edits.extend(blocks)
+                proof_text.extend(new.decode() for _, _, new in blocks)
+        # Edits that change nothing (an entry's comment edited, say) are no edits: a full run
+        # would leave such a file alone.
+        zone_edits = sorted(
+            (edit for edit in zone_edits if old_zone[edit[0] : edit[1]] != edit[2]),
+            key=lambda edit: edit[0],
+        )
+
+        mini = parse_zone_text("".join(proof_text), spec.origin, where=zone_file.name)
+    except (ValueError, UnicodeDecodeError, RenderError):
+        return None
 
     with watch.stage("proof"):
         anchors: tuple[TrustAnchor, ...] = ()
         if window is not None:
             anchors = read_trust_anchors(ds_path(out, spec.origin))
-        mini = parse_zone_text("".join(proof_text), spec.origin, where=zone_file.name)
         proof = prove_zone(mini, spec, expectations, now=now, anchors=anchors, probe=False)
 
     envelope_edits: list[Edit] = [
@@ -1716,18 +1728,25 @@ def _patched_blocks(
     signatures = rrsig_lines(todo, keys=zone_keys, window=window, origin=origin, names=names)
     spans = [memo.apex, *((memo.blocks[2 * i], memo.blocks[2 * i + 1]) for i in changed)]
     covered = ["SOA", *("TXT" for _ in changed)]
+    owners = [names[origin], *(record.owner for record in rrsets)]
     edits: list[Edit] = []
-    for (start, end), kind, lines in zip(spans, covered, signatures, strict=True):
-        block = _with_rrsigs(old_zone[start:end].decode("ascii"), kind, lines)
+    for (start, end), kind, owner, lines in zip(spans, covered, owners, signatures, strict=True):
+        prefix = f"{owner} ".encode()
+        if old_zone[start - 1 : start] != b"\n" or old_zone.startswith(prefix, end):
+            return None  # not where the owner's lines start, or not all of them
+        block = _with_rrsigs(old_zone[start:end].decode("ascii"), owner, kind, lines)
         if block is None:
             return None
         edits.append((start, end, block.encode("ascii")))
     return edits
 
 
-def _with_rrsigs(block: str, covered: str, lines: str) -> str | None:
-    """``block`` (one owner's DNSSEC lines) with its RRSIGs over ``covered`` replaced."""
+def _with_rrsigs(block: str, owner: str, covered: str, lines: str) -> str | None:
+    """``block`` (one owner's DNSSEC lines) with its RRSIGs over ``covered`` replaced;
+    None when it is not that owner's block."""
     rows = block.splitlines(keepends=True)
+    if not all(row.startswith(f"{owner} ") and row.endswith("\n") for row in rows):
+        return None
     marker = f" IN RRSIG {covered} "
     found = [number for number, row in enumerate(rows) if marker in row]
     if not found or found != list(range(found[0], found[-1] + 1)):

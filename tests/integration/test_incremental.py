@@ -7,6 +7,9 @@ and compares every output file byte for byte.
 
 from __future__ import annotations
 
+import array
+import base64
+import json
 import shutil
 from collections.abc import Callable
 from pathlib import Path
@@ -256,3 +259,68 @@ def test_a_renewal_falls_due_and_runs_in_full(tmp_path: Path) -> None:
     assert report.ok
     assert report.zones[0].patched is None
     assert report.zones[0].signed == 60
+
+
+def test_handles_sharing_an_owner_leave_no_memo(tmp_path: Path) -> None:
+    # ~user1 and ~user1.patch.example both publish at _alter.user1.patch.example.: one
+    # rrset of both records, which only a full run signs whole.
+    root = tmp_path / "ws"
+    (root / "zones").mkdir(parents=True)
+    definition = _definition(20).replace("  - ~user1\n", "  - ~user1\n  - ~user1.patch.example\n")
+    (root / "zones" / f"{ZONE}.yaml").write_text(definition)
+    assert _sign(root, NOW, create_keys=True).ok
+    assert not memo_path(root / "build", root / "zones" / f"{ZONE}.yaml").exists()
+    _edit(root, "  - ~user1\n", "  - {handle: ~user1, resolver: 'https://patch.example/1'}\n")
+    report = _same_as_full(root, tmp_path, NOW + 60)
+    assert report.zones[0].patched is None
+
+
+def test_a_log_with_crlf_line_ends_runs_in_full(tmp_path: Path) -> None:
+    root = _workspace(tmp_path / "ws")
+    log = root / "zones" / f"{ZONE}.log"
+    log.write_bytes(log.read_bytes().replace(b"\n", b"\r\n"))
+    _edit(root, "  - handle: ~svc5.bot  # a bot\n", "  - handle: ~svc5.bot  # the build bot\n")
+    report = _same_as_full(root, tmp_path, NOW + 60)
+    assert report.zones[0].patched is None
+    assert report.zones[0].signed == 0  # the full run read the log and reused every envelope
+
+
+def _swallow_next_handle(memo: dict[str, object]) -> None:
+    segments = _offsets(str(memo["segments"]))
+    segments[5] = segments[6]  # ~user4's lines would vanish with ~svc5.bot's patch
+    memo["segments"] = _packed(segments)
+
+
+def _reverse_envelopes(memo: dict[str, object]) -> None:
+    memo["envelopes"] = _packed(list(reversed(_offsets(str(memo["envelopes"])))))
+
+
+def _shift_block(memo: dict[str, object]) -> None:
+    blocks = _offsets(str(memo["blocks"]))
+    memo["blocks"] = _packed([offset + 1 for offset in blocks])
+
+
+def _offsets(text: str) -> list[int]:
+    return list(array.array("q", base64.b64decode(text)))
+
+
+def _packed(values: list[int]) -> str:
+    return base64.b64encode(array.array("q", values).tobytes()).decode()
+
+
+@pytest.mark.parametrize(
+    "damage",
+    [_swallow_next_handle, _reverse_envelopes, _shift_block],
+    ids=["segment", "envelopes", "block"],
+)
+def test_a_memo_that_does_not_fit_the_outputs_runs_in_full(
+    damage: Callable[[dict[str, object]], None], tmp_path: Path
+) -> None:
+    root = _workspace(tmp_path / "ws")
+    path = memo_path(root / "build", root / "zones" / f"{ZONE}.yaml")
+    memo = json.loads(path.read_text())
+    damage(memo)
+    path.write_text(json.dumps(memo))
+    _edit(root, "  - handle: ~svc5.bot  # a bot\n", "  - handle: ~svc5.bot\n    lifetime: 20d\n")
+    report = _same_as_full(root, tmp_path, NOW + 60)
+    assert report.zones[0].patched is None
