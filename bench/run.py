@@ -937,11 +937,13 @@ def render_results(machine: Machine, command: str, results: Sequence[SizeResult]
         "",
         f"    {command}",
         "",
-        "Columns: wall seconds; peak = the peak of the summed Pss of the process tree",
-        "(sampled every 50 ms); ru_maxrss = wait4's figure for the main process (the",
-        "largest of it and its reaped children; Linux also counts the pre-exec copy of",
-        "run.py, so a small tool shows run.py's own size). keygen is not a target; the",
-        "full sign re-signs every envelope with the keys keygen made.",
+        "Columns: wall seconds, from a run without the memory sampler; peak = the peak",
+        "of the summed Pss of the process tree (sampled every 50 ms) in the step's twin",
+        "run (the same step again, or on another handle: see bench/README.md; for the",
+        "other signers, their ru_maxrss); ru_maxrss = wait4's figure for the main process",
+        "(the largest of it and its reaped children; Linux also counts the pre-exec copy",
+        "of run.py, so a small tool shows run.py's own size). keygen is not a target;",
+        "the full sign re-signs every envelope with the keys keygen made.",
     ]
     for result in results:
         lines += [
