@@ -119,13 +119,21 @@ class Inputs:
     handle_keys: tuple[tuple[str, int], ...]  # (handle key directory, current epoch)
     outputs: tuple[Path, ...]
     options: str  # out, templates, verify: what else decides the run
+    #: The definition's text as the run read it (None: as the file holds it now). A run
+    #: records what it parsed, not an edit that landed while it ran.
+    definition_text: str | None = None
 
     def digest(self, handle_lines: Sequence[str] | None = None) -> str:
         """SHA-256 over every tracked input and output (``handle_lines``: the
         :func:`handle_key_lines` of ``handle_keys`` when already taken)."""
         lines = handle_key_lines(self.handle_keys) if handle_lines is None else handle_lines
         keys = json.dumps(self.handle_keys) + "\n" + "\n".join(lines) + "\n"
-        return self._digest(_content_line(self.definition), keys)
+        if self.definition_text is None:
+            definition = _content_line(self.definition)
+        else:
+            digest = hashlib.sha256(self.definition_text.encode()).hexdigest()
+            definition = f"{self.definition} {digest}\n"
+        return self._digest(definition, keys)
 
     def base_digest(self, header: str) -> str:
         """SHA-256 over everything but the definition's handle entries and the handle
@@ -229,6 +237,7 @@ def inputs_for(
     handle_keys: Sequence[tuple[str, int]],
     outputs: Iterable[Path],
     options: str,
+    definition_text: str | None = None,
 ) -> Inputs:
     """The :class:`Inputs` of a run (see the module docstring)."""
     return Inputs(
@@ -239,4 +248,5 @@ def inputs_for(
         handle_keys=tuple(handle_keys),
         outputs=tuple(outputs),
         options=options,
+        definition_text=definition_text,
     )

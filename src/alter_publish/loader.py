@@ -109,6 +109,15 @@ def load_yaml(path: Path) -> Node:
         DefinitionError: the file is unreadable, not YAML, empty, or has duplicate keys;
             ``reasons`` lists every problem.
     """
+    return load_yaml_text(read_definition(path), str(path))
+
+
+def read_definition(path: Path) -> str:
+    """A definition file's text (UTF-8, at most :data:`MAX_DEFINITION_OCTETS`).
+
+    Raises:
+        DefinitionError: the file is unreadable, too big or not UTF-8.
+    """
     file = str(path)
     try:
         with path.open("rb") as handle:
@@ -121,7 +130,7 @@ def load_yaml(path: Path) -> Node:
         text = raw.decode("utf-8")
     except UnicodeDecodeError as exc:
         raise DefinitionError("file is not UTF-8", where=f"{file}:1:1") from exc
-    return load_yaml_text(text, file)
+    return text
 
 
 def load_yaml_text(text: str, file: str) -> Node:

@@ -40,7 +40,13 @@ from alter_publish.envelope import (
     parse_envelope,
     sign_envelope,
 )
-from alter_publish.errors import AlterError, KeyStoreError, RenderError, UsageError
+from alter_publish.errors import (
+    AlterError,
+    DefinitionError,
+    KeyStoreError,
+    RenderError,
+    UsageError,
+)
 from alter_publish.fileio import (
     Chunk,
     atomic_write_bytes,
@@ -89,6 +95,7 @@ from alter_publish.lifecycle import (
     revocations_path_for,
     zone_revocations,
 )
+from alter_publish.loader import read_definition
 from alter_publish.model import (
     HandleSpec,
     ZoneSpec,
@@ -1013,6 +1020,7 @@ def sign(
     unchanged: list[ZoneResult] = []
     early_warnings: list[str] = []
     patches: list[_Patch] = []
+    sources: dict[str, str] = {}
     for path in zone_files:
         started = time.perf_counter()
         record = Fingerprint.read(fingerprint_path(out, path)) if incremental else None
@@ -1044,7 +1052,11 @@ def sign(
             if patch is not None:
                 patches.append(patch)
                 continue
-        specs.append(load_zone(path))
+        # Read once: the fingerprint and memo record the text parsed, not an edit that
+        # lands while the run goes on.
+        source = read_definition(path)
+        specs.append(load_zone_text(source, path))
+        sources[specs[-1].origin] = source
         loading[specs[-1].origin] = time.perf_counter() - started
     names = [spec.origin for spec in specs] + [patch.spec.origin for patch in patches]
     if len(set(names)) != len(names):
@@ -1098,12 +1110,20 @@ def sign(
                     plan, zone_file, envelopes_file, ds_file, dry_run=check
                 )
                 if not check:
+                    source = sources[plan.spec.origin]
                     handle_lines = _record_fingerprint(
-                        plan, out, keys, template_dir, options, proven=verify, jobs=jobs
+                        plan, source, out, keys, template_dir, options, proven=verify, jobs=jobs
                     )
                     if verify:
                         _record_memo(
-                            plan, out, keys, template_dir, options, handle_lines, envelope_starts
+                            plan,
+                            source,
+                            out,
+                            keys,
+                            template_dir,
+                            options,
+                            handle_lines,
+                            envelope_starts,
                         )
                     else:
                         forget(memo_path(out, plan.spec.path))
@@ -1147,6 +1167,7 @@ def _fingerprint_inputs(
     options: str,
     zone_keys_dir: str,
     handle_keys: Sequence[tuple[str, int]],
+    definition_text: str | None = None,
 ) -> Inputs:
     zone_file, envelopes_file = output_paths(out, origin)
     return inputs_for(
@@ -1161,6 +1182,7 @@ def _fingerprint_inputs(
         handle_keys=handle_keys,
         outputs=(zone_file, envelopes_file, ds_path(out, origin)),
         options=options,
+        definition_text=definition_text,
     )
 
 
@@ -1231,6 +1253,7 @@ def _valid_span(
 
 def _record_fingerprint(
     plan: ZonePlan,
+    source: str,
     out: Path,
     keys: KeyStore,
     templates: Path,
@@ -1239,7 +1262,8 @@ def _record_fingerprint(
     proven: bool,
     jobs: int = 1,
 ) -> list[str]:
-    """After a written run: record it if proven, else drop any older record.
+    """After a written run: record it (``source``: the definition's text as read) if
+    proven, else drop any older record.
 
     Returns:
         The handles' key ``stat`` lines it recorded (none when not proven).
@@ -1253,11 +1277,6 @@ def _record_fingerprint(
         (keys.handle_dir_text(spec.origin, item.spec.handle), item.envelope.epoch)
         for item in plan.signed
     )
-    zone_keys_dir = str(keys.zone_keys_dir(spec.origin))
-    inputs = _fingerprint_inputs(
-        spec.path, spec.origin, out, templates, options, zone_keys_dir, handle_keys
-    )
-    valid_from, valid_until = _valid_span(plan.signed, plan.state.signatures, spec)
     signed_zone = plan.signed_zone
     summary = {
         "warnings": list(spec.warnings()),
@@ -1266,16 +1285,39 @@ def _record_fingerprint(
         "dnssec": _dnssec_summary(plan),
     }
     handle_lines = handle_key_lines(handle_keys, jobs=jobs)
+    span = _valid_span(plan.signed, plan.state.signatures, spec)
+    _write_fingerprint(
+        spec, source, out, keys, templates, options, handle_keys, handle_lines, span, summary
+    )
+    return handle_lines
+
+
+def _write_fingerprint(
+    spec: ZoneSpec,
+    source: str,
+    out: Path,
+    keys: KeyStore,
+    templates: Path,
+    options: str,
+    handle_keys: tuple[tuple[str, int], ...],
+    handle_lines: Sequence[str],
+    span: tuple[int, int],
+    summary: Mapping[str, Any],
+) -> None:
+    """Record a proven, written run of ``spec`` (see :mod:`fingerprint`)."""
+    zone_keys_dir = str(keys.zone_keys_dir(spec.origin))
+    inputs = _fingerprint_inputs(
+        spec.path, spec.origin, out, templates, options, zone_keys_dir, handle_keys, source
+    )
     Fingerprint(
         digest=inputs.digest(handle_lines),
-        valid_from=valid_from,
-        valid_until=valid_until,
+        valid_from=span[0],
+        valid_until=span[1],
         zone=spec.origin,
         zone_keys_dir=zone_keys_dir,
         handle_keys=handle_keys,
         summary=summary,
-    ).write(path)
-    return handle_lines
+    ).write(fingerprint_path(out, spec.path))
 
 
 def _dnssec_summary(plan: ZonePlan) -> dict[str, Any] | None:
@@ -1384,6 +1426,7 @@ def _base_digest(
 
 def _record_memo(
     plan: ZonePlan,
+    source: str,
     out: Path,
     keys: KeyStore,
     templates: Path,
@@ -1395,7 +1438,7 @@ def _record_memo(
     path = memo_path(out, plan.spec.path)
     memo = None
     if plan.layout is not None and _shipped_templates(templates):
-        memo = _full_memo(plan, plan.layout, handle_lines, envelope_starts)
+        memo = _full_memo(plan, split_entries(source), plan.layout, handle_lines, envelope_starts)
     if memo is None:
         forget(path)
         return
@@ -1405,15 +1448,12 @@ def _record_memo(
 
 def _full_memo(
     plan: ZonePlan,
+    entries: Entries | None,
     layout: _Layout,
     handle_lines: Sequence[str],
     envelope_starts: Sequence[int],
 ) -> tuple[Memo, Entries] | None:
     spec = plan.spec
-    try:
-        entries = split_entries(spec.path.read_text(encoding="utf-8"))
-    except (OSError, UnicodeDecodeError):
-        return None
     count = len(plan.signed)
     if entries is None or len(entries.texts) != count or len(envelope_starts) != count + 3:
         return None
@@ -1457,8 +1497,7 @@ class _Patch:
     """An incremental run of one zone: a few handles' lines patched into the last
     proven run's outputs (see :mod:`incremental`), in memory until committed."""
 
-    spec: ZoneSpec  # the zone with just the changed handles
-    definition: Path
+    spec: ZoneSpec  # the zone (``spec.path`` its definition) with just the changed handles
     log_path: Path
     raw_log: bytes
     new_entries: tuple[LogEntry, ...]
@@ -1502,9 +1541,9 @@ def _try_patch(
     if not record.valid_from <= now < record.valid_until:
         return None  # something falls due: a full run renews it
     try:
-        entries = split_entries(definition.read_text(encoding="utf-8"))
-    except (OSError, UnicodeDecodeError):
-        return None
+        entries = split_entries(read_definition(definition))
+    except DefinitionError:
+        return None  # the full run says what is wrong
     count = len(memo.refs)
     if entries is None or len(entries.texts) != count or len(handle_lines) != count:
         return None
@@ -1678,7 +1717,6 @@ def _try_patch(
     )
     return _Patch(
         spec=spec,
-        definition=definition,
         log_path=log_path,
         raw_log=raw_log,
         new_entries=tuple(new_entries),
@@ -1776,7 +1814,7 @@ def _commit_patch(
         if not dry_run:
             append_lines(patch.log_path, patch.raw_log, patch.new_entries)
         written.append(str(patch.log_path))
-    state_path = state_path_for(patch.definition)
+    state_path = state_path_for(spec.path)
     if write(state_path, patch.state.to_text().encode()):
         written.append(str(state_path))
     if patch.zone is not None and write_chunks(zone_file, patch.zone):
@@ -1786,22 +1824,25 @@ def _commit_patch(
     if dry_run:
         return written
     record = patch.record
-    zone_keys_dir = str(keys.zone_keys_dir(spec.origin))
-    inputs = _fingerprint_inputs(
-        patch.definition, spec.origin, out, templates, options, zone_keys_dir, patch.handle_keys
-    )
+    # The span of the envelopes patched in, within the last run's (a little short,
+    # never long: a later run at worst goes in full).
     valid_from, valid_until = _valid_span(patch.signed, patch.state.signatures, spec)
-    Fingerprint(
-        digest=inputs.digest(patch.handle_lines),
-        valid_from=max(record.valid_from, valid_from),
-        valid_until=min(record.valid_until, valid_until),
-        zone=spec.origin,
-        zone_keys_dir=zone_keys_dir,
-        handle_keys=patch.handle_keys,
-        summary={**record.summary, "serial": patch.state.serial},
-    ).write(fingerprint_path(out, patch.definition))
-    base = _base_digest(patch.definition, spec.origin, out, keys, templates, options, patch.entries)
-    dataclasses.replace(patch.memo, base=base).write(memo_path(out, patch.definition))
+    span = (max(record.valid_from, valid_from), min(record.valid_until, valid_until))
+    summary = {**record.summary, "serial": patch.state.serial}
+    _write_fingerprint(
+        spec,
+        patch.entries.text,
+        out,
+        keys,
+        templates,
+        options,
+        patch.handle_keys,
+        patch.handle_lines,
+        span,
+        summary,
+    )
+    base = _base_digest(spec.path, spec.origin, out, keys, templates, options, patch.entries)
+    dataclasses.replace(patch.memo, base=base).write(memo_path(out, spec.path))
     return written
 
 

@@ -13,9 +13,11 @@ import json
 import shutil
 from collections.abc import Callable
 from pathlib import Path
+from typing import Any
 
 import pytest
 
+from alter_publish import pipeline
 from alter_publish.incremental import memo_path
 from alter_publish.keys import KeyStore
 from alter_publish.lifecycle import rotate
@@ -324,3 +326,23 @@ def test_a_memo_that_does_not_fit_the_outputs_runs_in_full(
     _edit(root, "  - handle: ~svc5.bot  # a bot\n", "  - handle: ~svc5.bot\n    lifetime: 20d\n")
     report = _same_as_full(root, tmp_path, NOW + 60)
     assert report.zones[0].patched is None
+
+
+def test_an_edit_made_while_a_run_goes_on_is_published_by_the_next(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    root = _workspace(tmp_path / "ws")
+    plan_zone = pipeline.plan_zone
+
+    def plan_then_edit(*args: Any, **kwargs: Any) -> pipeline.ZonePlan:
+        plan = plan_zone(*args, **kwargs)
+        _edit(root, "  - ~user8\n", "  - {handle: ~user8, resolver: 'https://patch.example/8'}\n")
+        return plan
+
+    monkeypatch.setattr(pipeline, "plan_zone", plan_then_edit)
+    assert _sign(root, NOW + 60, incremental=False).ok
+    monkeypatch.setattr(pipeline, "plan_zone", plan_zone)
+    report = _sign(root, NOW + 120)
+    assert not report.zones[0].unchanged
+    assert report.zones[0].patched == ("~user8",)
+    assert "https://patch.example/8" in (root / f"build/{ZONE}.zone").read_text()
