@@ -7,7 +7,6 @@ codes"); ``--debug`` re-raises instead, for a traceback.
 from __future__ import annotations
 
 import contextlib
-import importlib
 import json
 import os
 import socket
@@ -15,9 +14,8 @@ import sys
 import time
 from collections.abc import Callable, Sequence
 from pathlib import Path
-from typing import Annotated, Any, NoReturn
+from typing import Annotated, Any, Final, NoReturn
 
-import click
 import dns.name
 import typer
 
@@ -52,8 +50,12 @@ from alter_publish.validation import DNSSECStatus, read_trust_anchors
 from alter_publish.version import __version__
 from alter_publish.wirezone import UnsupportedZoneError, WireZone
 
+#: ``-h`` as well as ``--help``, on every command.
+HELP_SETTINGS: Final = {"help_option_names": ["-h", "--help"]}
+
 app = typer.Typer(
     name="alter-publish",
+    context_settings=HELP_SETTINGS,
     help="Sign, render and prove alter1 identity records (_alter TXT) for the zones you own.",
     no_args_is_help=True,
     add_completion=False,
@@ -546,6 +548,7 @@ def init(
 
 dnssec_app = typer.Typer(
     name="dnssec",
+    context_settings=HELP_SETTINGS,
     help="DNSSEC zone keys (Ed25519 KSK and ZSK) and the DS for the parent zone.",
     no_args_is_help=True,
 )
@@ -889,7 +892,10 @@ def export_command(
 
 
 keys_app = typer.Typer(
-    name="keys", help="Handle and zone key status across zones.", no_args_is_help=True
+    context_settings=HELP_SETTINGS,
+    name="keys",
+    help="Handle and zone key status across zones.",
+    no_args_is_help=True,
 )
 app.add_typer(keys_app)
 
@@ -1072,31 +1078,21 @@ def _error_lines(error: AlterError) -> list[str]:
     return lines
 
 
-def _click_errors() -> tuple[type[Exception], ...]:
-    """Click's exception base, and the copy of it that newer typer releases bundle."""
-    found: list[type[Exception]] = [click.exceptions.ClickException]
-    try:
-        bundled = importlib.import_module("typer._click.exceptions")
-    except ImportError:
-        return tuple(found)
-    extra = getattr(bundled, "ClickException", None)
-    if isinstance(extra, type) and issubclass(extra, Exception):
-        found.append(extra)
-    return tuple(found)
-
-
-CLICK_ERRORS = _click_errors()
-
-
 def cli_command() -> Any:
     """The click command behind the app (for tools that walk its options)."""
     return typer.main.get_command(app)
 
 
+def _split_debug(args: Sequence[str]) -> tuple[list[str], bool]:
+    """``args`` without ``--debug``, which may stand before or after the command."""
+    end = args.index("--") if "--" in args else len(args)
+    kept = [arg for arg in args[:end] if arg != "--debug"]
+    return [*kept, *args[end:]], len(kept) < end
+
+
 def main(argv: list[str] | None = None) -> None:
     """Entry point: run the app and map every error to one line and an exit code."""
-    args = (sys.argv[1:] if argv is None else argv) or ["--help"]
-    debug = "--debug" in args
+    args, debug = _split_debug((sys.argv[1:] if argv is None else argv) or ["--help"])
     command = cli_command()
     try:
         code = command.main(args=args, prog_name="alter-publish", standalone_mode=False)
@@ -1109,10 +1105,10 @@ def main(argv: list[str] | None = None) -> None:
         for line in _error_lines(error):
             typer.echo(f"alter-publish: error: {line}", err=True)
         sys.exit(error.exit_code)
-    except click.exceptions.Abort:
+    except typer.Abort:
         typer.echo("alter-publish: aborted", err=True)
         sys.exit(130)
-    except CLICK_ERRORS as error:
+    except typer.TyperException as error:  # usage errors: bad option, missing argument
         if debug:
             raise
         format_message = getattr(error, "format_message", None)
