@@ -79,7 +79,7 @@ def undeclared(
 
 
 def test_every_module_src_imports_is_declared() -> None:
-    declared = {canonicalize_name(req.name) for req in _requirements()}
+    declared: set[str] = {canonicalize_name(req.name) for req in _requirements()}
     providers = {k: list(v) for k, v in importlib.metadata.packages_distributions().items()}
     missing = undeclared(third_party_imports(SRC), declared, providers)
     assert not missing, f"src/ imports modules no declared dependency provides: {missing}"
