@@ -5,6 +5,7 @@ from __future__ import annotations
 import ipaddress
 import re
 import time
+import urllib.parse
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -41,7 +42,14 @@ _UNIT_SECONDS = {"s": 1, "m": 60, "h": 3600, "d": 86400, "w": 604800}
 _DURATION = re.compile(r"(?:\d+[smhdw])+")
 _DURATION_PART = re.compile(r"(\d+)([smhdw])")
 _HOSTNAME = re.compile(r"(?:[a-z0-9_-]{1,63}\.)+")
-_URI = re.compile(r"[A-Za-z][A-Za-z0-9+.-]*:[\x21-\x3a\x3c-\x7e]+")
+_URI_CHARACTERS = re.compile(r"[\x21-\x3a\x3c-\x7e]+")
+_SCHEME = re.compile(r"[A-Za-z][A-Za-z0-9+.-]*")
+_RESOLVER_HOST = re.compile(
+    r"(?=.{1,253}\.?$)(?:[a-z0-9_](?:[a-z0-9_-]{0,61}[a-z0-9_])?\.)*"
+    r"[a-z0-9_](?:[a-z0-9_-]{0,61}[a-z0-9_])?\.?"
+)
+#: What a definition's ``resolver:`` may use (spec section 4 allows any URI in ``r=``).
+RESOLVER_SCHEMES = ("https", "http")
 
 ZONE_FIELDS = frozenset({"zone", "ttl", "soa", "ns", "hosts", "envelopes", "dnssec", "handles"})
 DNSSEC_FIELDS = frozenset(
@@ -74,6 +82,37 @@ class _Problems:
             f"{first} (+{more} more problem{'s' if more > 1 else ''})" if more else first,
             reasons=tuple(self.lines),
         )
+
+
+def resolver_problem(value: Any) -> str | None:
+    """What is wrong with ``value`` as a definition's ``resolver:`` (``r=``), or None.
+
+    Spec section 4 lets ``r=`` be any ASCII URI without ``;`` or spaces (and a verifier
+    accepts that); what this tool publishes is stricter: an absolute ``http`` or
+    ``https`` URI with a host, so that a client can use it.
+    """
+    if not isinstance(value, str) or not value:
+        return "is not text like https://mcp.example.com/api"
+    if not value.isascii() or not _URI_CHARACTERS.fullmatch(value):
+        return "must be ASCII without ';', spaces or control characters"
+    scheme, colon, _ = value.partition(":")
+    if not colon or not _SCHEME.fullmatch(scheme) or "." in scheme:
+        return f"has no scheme: write https://{value.removeprefix('//')}"
+    if scheme.lower() not in RESOLVER_SCHEMES:
+        return f"scheme {scheme!r} is not http or https"
+    try:  # urlsplit checks a bracketed host at once, and the port when it is read
+        parts = urllib.parse.urlsplit(value)
+        parts.port  # noqa: B018
+    except ValueError as exc:
+        return f"bad host or port ({exc})"
+    if not value[len(scheme) + 1 :].startswith("//") or not parts.hostname:
+        return "has no host: write it like https://mcp.example.com/api"
+    if "@" in parts.netloc:
+        return "must not carry a user name or password"
+    host = parts.hostname
+    if not parts.netloc.startswith("[") and not _RESOLVER_HOST.fullmatch(host):
+        return f"host {host!r} is not a domain name or IPv4 address"
+    return None
 
 
 def parse_duration(value: Any) -> int:
@@ -498,11 +537,12 @@ class _ZoneReader:
             return None
         resolver = None
         if (node := fields.get("resolver")) is not None:
-            if isinstance(node.value, str) and _URI.fullmatch(node.value):
-                resolver = node.value
+            problem = resolver_problem(node.value)
+            if problem is None:
+                resolver = str(node.value)
             else:
                 self.problems.add(
-                    node.mark, f"resolver {node.value!r} is not an ASCII URI without ';' or spaces"
+                    node.mark, f"handle {handle.ref!r}: resolver {node.value!r}: {problem}"
                 )
         extra: list[tuple[str, str]] = []
         if (node := fields.get("tags")) is not None:

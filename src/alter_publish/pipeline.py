@@ -105,7 +105,14 @@ from alter_publish.model import (
     load_zone_text,
 )
 from alter_publish.parallel import NoProgress, Progress, Workers, ranges, shared
-from alter_publish.proof import Expectation, ProofReport, prove_records, prove_served, prove_zone
+from alter_publish.proof import (
+    Expectation,
+    ProofReport,
+    check_answers,
+    prove_records,
+    prove_served,
+    prove_zone,
+)
 from alter_publish.records import (
     HandleRecord,
     Labels,
@@ -1931,6 +1938,7 @@ def verify(
         RenderError: an output file is missing or broken.
         UsageError: a trust anchor file is missing or not DS/DNSKEY records.
         ServeError: the loopback server could not start.
+        ResolveError: ``server`` gives no usable answer (down, or refusing the zone).
     """
     proofs: list[ProofReport] = []
     warnings: list[str] = []
@@ -1956,6 +1964,7 @@ def verify(
             zone = read_zone_file(zone_file, spec.origin)
             proofs.append(prove_zone(zone, spec, expectations, now=now, anchors=anchors))
         else:
+            check_answers(server, spec.origin, now=now)
             secure = False if allow_insecure else None
             proofs.append(
                 prove_served(server, spec, expectations, now=now, anchors=anchors, secure=secure)

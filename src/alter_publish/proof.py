@@ -224,6 +224,27 @@ def _prove_answerer(
         )
 
 
+def check_answers(
+    server: tuple[str, int], origin: str, *, now: int, timeout: float = PROOF_TIMEOUT_SECONDS
+) -> None:
+    """Ask ``server`` for the SOA of ``origin``: a server that is down or refuses is a
+    network error, not a failed proof of every handle.
+
+    Raises:
+        ResolveError: no usable answer (none in time, or an rcode other than
+            NOERROR/NXDOMAIN), naming the server.
+    """
+    host, port = server
+    apex = dns.name.from_text(origin)
+    with StubResolver(server, now, (), timeout) as stub:
+        try:
+            stub.exchange(apex, dns.rdatatype.SOA, where=apex.to_text())
+        except ResolveError as exc:
+            raise ResolveError(
+                f"no usable answer to SOA {apex.to_text()} ({exc.what})", where=f"{host}:{port}"
+            ) from exc
+
+
 def prove_served(
     server: tuple[str, int],
     spec: ZoneSpec,

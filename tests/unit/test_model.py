@@ -241,6 +241,58 @@ def test_plain_and_mapping_entries_are_the_same_handle(tmp_path: Path) -> None:
     assert mapping.handles[0].where == f"{tmp_path / 'b' / ZONE_FILE}:4:13"
 
 
+@pytest.mark.parametrize(
+    ("value", "problem"),
+    [
+        pytest.param("https://", "has no host", id="scheme-only"),
+        pytest.param("https:/x.example/a", "has no host", id="one-slash"),
+        pytest.param("https://:443/a", "has no host", id="port-only"),
+        pytest.param(
+            "mcp.example.org/x", "has no scheme: write https://mcp.example.org/x", id="no-scheme"
+        ),
+        pytest.param("mcp.example.org:8443/x", "has no scheme", id="no-scheme-with-port"),
+        pytest.param("urn:x:y", "scheme 'urn' is not http or https", id="urn"),
+        pytest.param("ftp://x.example/", "scheme 'ftp' is not http or https", id="ftp"),
+        pytest.param("https://a..b/", "host 'a..b'", id="empty-label"),
+        pytest.param("https://-x.example/", "host '-x.example'", id="label-starts-with-hyphen"),
+        pytest.param("https://x.example:99999/", "bad host or port", id="port-out-of-range"),
+        pytest.param("https://[zz]/", "bad host or port", id="bad-ipv6"),
+        pytest.param("https://u:p@x.example/", "user name or password", id="userinfo"),
+        pytest.param("https://x.example/a;b", "without ';'", id="semicolon"),
+        pytest.param("https://x.example/a b", "spaces", id="space"),
+    ],
+)
+def test_resolver_must_be_an_absolute_http_uri_with_a_host(
+    tmp_path: Path, value: str, problem: str
+) -> None:
+    path = write(tmp_path, HEADER + f"handles:\n  - handle: ~blake\n    resolver: '{value}'\n")
+
+    error = definition_error(path)
+
+    assert positions(error, path) == [(5, 15)]
+    reason = error.reasons[0]
+    assert f"{path}:5:15: handle '~blake': resolver {value!r}: " in reason
+    assert problem in reason.rpartition(f"{value!r}: ")[2]
+
+
+@pytest.mark.parametrize(
+    "value",
+    [
+        pytest.param("https://mcp.example.com/api/v1/mcp", id="vector"),
+        pytest.param("http://x/", id="one-label-http"),
+        pytest.param("HTTPS://MCP.Example.COM/A", id="upper-case"),
+        pytest.param("https://192.0.2.1:8443/a?b=1&c=2#d", id="ipv4-port-query"),
+        pytest.param("https://[2001:db8::1]/", id="ipv6"),
+        pytest.param("https://mcp.example.com./x_y", id="absolute-host"),
+    ],
+)
+def test_resolver_accepts_http_uris_with_a_host(tmp_path: Path, value: str) -> None:
+    spec = load_text(tmp_path, HEADER + f"handles:\n  - handle: ~blake\n    resolver: '{value}'\n")
+
+    assert spec.handles[0].resolver == value
+    assert spec.handles[0].envelope_tags() == (("r", value),)
+
+
 def test_handle_entry_overrides(tmp_path: Path) -> None:
     spec = load_text(
         tmp_path,
@@ -653,7 +705,7 @@ def test_round_trip_with_every_option(tmp_path: Path) -> None:
         "  - ~example.com\n"
         "  - handle: ~blake\n    lifetime: 90d\n    ttl: 1h\n"
         "    tags: {flag: true, count: 3, date: 2026-01-01, plain: 'null'}\n"
-        "  - handle: ~cc-x\n    resolver: 'urn:x:y'\n",
+        "  - handle: ~cc-x\n    resolver: 'http://[2001:db8::1]:8080/x?y=1#z'\n",
     )
 
     again = dump_and_reload(spec, tmp_path / "out")
