@@ -230,6 +230,7 @@ def sign(
         if report.check and report.proven:
             changed = f"would write {', '.join(zone.written)}" if zone.written else "up to date"
             typer.echo(f"{zone.zone}: {changed}")
+            _print_changes(zone)
         elif report.committed:
             changed = f"wrote {', '.join(zone.written)}" if zone.written else "nothing changed"
             typer.echo(f"{zone.zone}: {changed}")
@@ -241,6 +242,18 @@ def sign(
     if report.check and report.drift:
         count = sum(len(zone.written) for zone in report.zones)
         _fail(EXIT_DRIFT, f"--check: {count} output file(s) would change; run sign")
+
+
+#: ``sign --check`` prints at most this many changes per zone (``--json`` lists all).
+MAX_CHANGE_LINES = 50
+
+
+def _print_changes(zone: pipeline.ZoneResult) -> None:
+    for change in zone.changes[:MAX_CHANGE_LINES]:
+        typer.echo(f"{zone.zone}: {change.to_text()}")
+    if len(zone.changes) > MAX_CHANGE_LINES:
+        more = len(zone.changes) - MAX_CHANGE_LINES
+        typer.echo(f"{zone.zone}: ... and {more} more changes (--json lists every one)")
 
 
 @app.command()

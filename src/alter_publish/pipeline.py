@@ -14,6 +14,7 @@ import functools
 import hashlib
 import json
 import os
+import re
 import time
 from collections.abc import Iterable, Iterator, Mapping, Sequence
 from contextlib import contextmanager
@@ -97,8 +98,10 @@ from alter_publish.lifecycle import (
 )
 from alter_publish.loader import read_definition
 from alter_publish.model import (
+    NEVER,
     HandleSpec,
     ZoneSpec,
+    format_duration,
     format_utc,
     load_handle_entries,
     load_zone,
@@ -126,6 +129,7 @@ from alter_publish.records import (
     with_handles,
 )
 from alter_publish.render import (
+    ENVELOPES_FORMAT,
     SignedHandle,
     content_digest,
     envelope_line,
@@ -146,6 +150,45 @@ STATE_FORMAT = "alter-publish/state/1"
 
 
 # --- reports -----------------------------------------------------------------
+
+#: Why a run changes a zone's outputs (``Change.reason``): per handle, then for the zone.
+HANDLE_CHANGE_REASONS = (
+    "new",  # published for the first time (or again, after it was taken out)
+    "removed",  # no longer in the definition
+    "key-rotated",  # the key store holds a newer epoch than the one published
+    "key-changed",  # same epoch, another revocation commitment
+    "epoch-revoked",  # a revocation of one of its epochs is queued
+    "resolver-changed",
+    "tags-changed",
+    "lifetime-changed",
+    "renewal-due",  # within renew_before of its expiry
+    "signed-after-now",  # the published envelope is dated after now (a clock set back)
+)
+ZONE_CHANGE_REASONS = (
+    "first-run",  # no state file yet
+    "dnssec-resign-due",  # the RRSIGs are within dnssec.refresh of expiring
+    "zone-keys-changed",  # DNSSEC keys created, or a rollover step taken
+    "zone-records-changed",  # zone-level settings of the definition, or the templates
+    "outputs-differ",  # outputs edited or missing: the inputs give other bytes
+)
+
+
+@dataclass(frozen=True, slots=True)
+class Change:
+    """Why a run changes a handle's records, or (``handle`` None) the zone as a whole."""
+
+    handle: str | None
+    reason: str  # one of HANDLE_CHANGE_REASONS or ZONE_CHANGE_REASONS
+    detail: str = ""
+
+    def to_text(self) -> str:
+        """``~blake: key-rotated: epoch 1 -> 2`` (``zone: ...`` for zone-level changes)."""
+        detail = f": {self.detail}" if self.detail else ""
+        return f"{self.handle or 'zone'}: {self.reason}{detail}"
+
+    def to_mapping(self) -> dict[str, Any]:
+        """JSON-ready form."""
+        return {"handle": self.handle, "reason": self.reason, "detail": self.detail}
 
 
 @dataclass(frozen=True, slots=True)
@@ -169,11 +212,14 @@ class ZoneResult:
     unchanged: bool = False
     #: An incremental run: just these handles were signed, proven and patched in.
     patched: tuple[str, ...] | None = None
+    #: What changed and why (with ``--check``: what a real run would change).
+    changes: tuple[Change, ...] = ()
 
     def to_mapping(self) -> dict[str, Any]:
         """JSON-ready form."""
         return {
             "zone": self.zone,
+            "changes": [change.to_mapping() for change in self.changes],
             "unchanged": self.unchanged,
             "patched": None if self.patched is None else list(self.patched),
             "zone_file": str(self.zone_file),
@@ -437,25 +483,37 @@ def _tags_after_rc(envelope: Envelope) -> Tags:
     return tuple(tag for tag in envelope.tags[start:] if tag[0] not in ("psig", "sig"))
 
 
-def _reusable(
+def _resign_reason(
     previous: Envelope | None, spec: HandleSpec, key: _Key, now: int, zone: ZoneSpec
-) -> bool:
-    """True when the logged envelope still says exactly what the definition asks for."""
+) -> tuple[str, str] | None:
+    """Why the logged envelope cannot be published again, as (reason, detail) (see
+    ``HANDLE_CHANGE_REASONS``); None when it still says exactly what the definition asks."""
     if previous is None:
-        return False
+        return "new", f"epoch {key.epoch}"
+    if previous.epoch != key.epoch:
+        return "key-rotated", f"epoch {previous.epoch} -> {key.epoch}"
+    if previous.public_key != key.public_key or previous.revocation_commitment != key.commitment:
+        return "key-changed", f"epoch {key.epoch}: the key store's key or commitment differs"
+    tags = spec.envelope_tags()
+    if previous.resolver != spec.resolver:
+        return "resolver-changed", f"{previous.resolver or '-'} -> {spec.resolver or '-'}"
+    if _tags_after_rc(previous) != tags:
+        return "tags-changed", ""
     lifetime = None if previous.expires_at is None else previous.expires_at - previous.signed_at
-    return (
-        previous.epoch == key.epoch
-        and previous.public_key == key.public_key
-        and previous.revocation_commitment == key.commitment
-        and _tags_after_rc(previous) == spec.envelope_tags()
-        and lifetime == spec.lifetime
-        and previous.signed_at <= now + CLOCK_SKEW_SECONDS
-        and (
-            previous.expires_at is None
-            or now < previous.expires_at - zone.renew_window(lifetime or 0)
-        )
-    )
+    if lifetime != spec.lifetime:
+        return "lifetime-changed", f"{_lifetime_text(lifetime)} -> {_lifetime_text(spec.lifetime)}"
+    if previous.signed_at > now + CLOCK_SKEW_SECONDS:
+        return "signed-after-now", f"signed {format_utc(previous.signed_at)}"
+    if previous.expires_at is not None and now >= previous.expires_at - zone.renew_window(
+        lifetime or 0
+    ):
+        said = "expired" if now >= previous.expires_at else "expires"
+        return "renewal-due", f"{said} {format_utc(previous.expires_at)}"
+    return None
+
+
+def _lifetime_text(seconds: int | None) -> str:
+    return NEVER if seconds is None else format_duration(seconds)
 
 
 def _check_against_log(
@@ -584,9 +642,11 @@ def _sign_handle(
     tree: MerkleTree,
     signed: list[SignedHandle],
     new_entries: list[LogEntry],
+    changes: list[Change],
 ) -> None:
     """One link of the envelope chain: log new revocations, then reuse the logged
-    envelope or sign a new one (its ``log=`` is the log so far) and log it.
+    envelope or sign a new one (its ``log=`` is the log so far) and log it; ``changes``
+    gets why, for every record it adds.
 
     Raises:
         KeyStoreError: the current key is revoked, or behind or different from the log.
@@ -601,16 +661,20 @@ def _sign_handle(
             f"{spec.origin} --compromised'",
             where=handle_spec.handle.ref,
         )
+    ref = handle_spec.handle.ref
     for revocation in handle_revocations.new:
         entry = LogEntry(owner=handle_spec.owner, text=revocation.to_text())
         tree.append(entry.to_bytes())
         new_entries.append(entry)
+        changes.append(Change(ref, "epoch-revoked", f"epoch {revocation.epoch}"))
     previous = index.latest(handle_spec.owner, handle_spec.handle)
     _check_against_log(handle_spec, key, previous, spec.origin)
-    if _reusable(previous, handle_spec, key, now, spec):
-        assert previous is not None  # noqa: S101 (narrowing: _reusable checked it)
+    reason = _resign_reason(previous, handle_spec, key, now, spec)
+    if reason is None:
+        assert previous is not None  # noqa: S101 (narrowing: only a logged one is reused)
         signed.append(SignedHandle(handle_spec, previous, published))
         return
+    changes.append(Change(ref, *reason))
     renewal = previous is not None and previous.epoch == key.epoch
     previous_key = _previous_key(spec, handle_spec, key, keys, revoked, renewal)
     envelope = sign_envelope(
@@ -652,6 +716,8 @@ class ZonePlan:
     layout: _Layout | None = None
     #: The log's Merkle tree frontier once the new entries are appended.
     log_frontier: tuple[tuple[int, str], ...] = ()
+    #: What this run changes and why.
+    changes: tuple[Change, ...] = ()
 
     @property
     def anchors(self) -> tuple[TrustAnchor, ...]:
@@ -671,8 +737,12 @@ def plan_zone(
     watch: _Stopwatch,
     jobs: int = 1,
     progress: Progress | None = None,
+    published: frozenset[str] | None = None,
 ) -> ZonePlan:
     """Sign what needs signing and render the zone, without writing outputs.
+
+    ``published`` (the handles of the last outputs, when known) lets the plan's
+    ``changes`` name the handles added and removed since.
 
     Raises:
         KeyStoreError: missing or unusable keys.
@@ -688,6 +758,7 @@ def plan_zone(
         tree = log.tree()
         signed: list[SignedHandle] = []
         new_entries: list[LogEntry] = []
+        changes: list[Change] = []
         problems: list[str] = []
         progress.start("envelopes", len(spec.handles))
         # Workers load the keys span by span while this process runs the envelope chain
@@ -720,6 +791,7 @@ def plan_zone(
                         tree,
                         signed,
                         new_entries,
+                        changes,
                     )
         if problems:
             more = len(problems) - 1
@@ -764,6 +836,8 @@ def plan_zone(
             served = signed_zone.rrsets
     else:
         served = unsigned_rrsets(records)
+    changes += _handles_added_and_removed(spec, published, changes)
+    changes += _zone_changes(previous_state, digest, window, zone_keys, bool(changes))
     return ZonePlan(
         spec=spec,
         log=log,
@@ -779,7 +853,72 @@ def plan_zone(
         expectations=expectations,
         layout=layout,
         log_frontier=tuple(tree.frontier()),
+        changes=tuple(changes),
     )
+
+
+def _handles_added_and_removed(
+    spec: ZoneSpec, published: frozenset[str] | None, changes: Sequence[Change]
+) -> list[Change]:
+    """Handles the last outputs did not publish (whose envelope is reused) or did and the
+    definition no longer lists."""
+    if published is None:
+        return []
+    named = {change.handle for change in changes if change.reason == "new"}
+    found: list[Change] = [
+        Change(handle_spec.handle.ref, "new", "published again")
+        for handle_spec in spec.handles
+        if handle_spec.handle.ref not in published and handle_spec.handle.ref not in named
+    ]
+    listed = {handle_spec.handle.ref for handle_spec in spec.handles}
+    found += (Change(ref, "removed", "") for ref in sorted(published - listed))
+    return found
+
+
+def _zone_changes(
+    previous: SerialState | None,
+    digest: str,
+    window: SignatureWindow | None,
+    zone_keys: Sequence[ZoneKey],
+    explained: bool,
+) -> list[Change]:
+    """Why the zone as a whole changes (``explained``: handle changes account for it)."""
+    if previous is None:
+        return [Change(None, "first-run", "no state file yet")]
+    found: list[Change] = []
+    if window is not None and window != previous.signatures:
+        detail = (
+            f"signatures expiring {format_utc(previous.signatures.expiration)} are made again"
+            if previous.signatures is not None
+            else "the zone is signed for the first time"
+        )
+        found.append(Change(None, "dnssec-resign-due", detail))
+    if window is not None and key_states(zone_keys) != previous.keys:
+        found.append(Change(None, "zone-keys-changed", " ".join(key_states(zone_keys))))
+    if digest != previous.digest and not explained and not found:
+        detail = "the definition's zone settings or the templates changed"
+        found.append(Change(None, "zone-records-changed", detail))
+    return found
+
+
+def _published_handles(envelopes_file: Path) -> frozenset[str] | None:
+    """The handles ``<zone>.envelopes.json`` lists, or None when it is missing or not
+    as this tool writes it (one handle a line, keys sorted)."""
+    try:
+        data = envelopes_file.read_bytes()
+    except OSError:
+        return None
+    if not data.startswith(b'{\n  "format": ' + json.dumps(ENVELOPES_FORMAT).encode()):
+        return None
+    refs = _PUBLISHED_HANDLE.findall(data)
+    if len(refs) != data.count(b"\n    {"):
+        return None
+    return frozenset(ref.decode() for ref in refs)
+
+
+#: The ``"handle"`` key of a handle's line in ``<zone>.envelopes.json`` (a value holds
+#: no unescaped quote, so this text is a key wherever it occurs).
+_PUBLISHED_HANDLE = re.compile(rb'"handle": "([^"\\]+)"')
 
 
 #: Rendered in place of the serial, then replaced: one render gives both the digest text
@@ -1081,6 +1220,7 @@ def sign(
             watch=watch,
             jobs=jobs,
             progress=progress,
+            published=_published_handles(output_paths(out, spec.origin)[1]),
         )
         proof = None
         if verify:
@@ -1150,6 +1290,7 @@ def sign(
                 ds_file=ds_file if signed_zone else None,
                 ds=tuple(signed_zone.ds_text.splitlines()) if signed_zone else (),
                 dnssec=_dnssec_summary(plan),
+                changes=_explained(plan.changes, written),
             )
         )
     warnings = (
@@ -1164,6 +1305,13 @@ def sign(
         check=check,
         proven=committed,
     )
+
+
+def _explained(changes: tuple[Change, ...], written: Sequence[str]) -> tuple[Change, ...]:
+    """``changes``, or why ``written`` files change when no handle or zone change says."""
+    if changes or not written:
+        return changes
+    return (Change(None, "outputs-differ", ", ".join(written)),)
 
 
 def _fingerprint_inputs(
@@ -1519,6 +1667,7 @@ class _Patch:
     handle_lines: tuple[str, ...]
     proof: ProofReport
     watch: _Stopwatch
+    changes: tuple[Change, ...] = ()
 
 
 def _try_patch(
@@ -1610,6 +1759,7 @@ def _try_patch(
             return None  # a log not as this tool writes it: the full run reads it line by line
         signed: list[SignedHandle] = []
         new_entries: list[LogEntry] = []
+        changes: list[Change] = []
         for handle_spec in handle_specs:
             epoch, seed, commitment = keys.current_material(
                 spec.origin, handle_spec.handle, create=create_keys
@@ -1617,7 +1767,17 @@ def _try_patch(
             public = SigningKey.from_seed(seed).public
             key = _Key(handle_spec.handle, epoch, public, commitment, seed)
             _sign_handle(
-                spec, handle_spec, key, keys, now, index, revocations, tree, signed, new_entries
+                spec,
+                handle_spec,
+                key,
+                keys,
+                now,
+                index,
+                revocations,
+                tree,
+                signed,
+                new_entries,
+                changes,
             )
         expectations = _expectations(signed, index)
 
@@ -1742,6 +1902,7 @@ def _try_patch(
         handle_lines=tuple(lines),
         proof=proof,
         watch=watch,
+        changes=tuple(changes),
     )
 
 
@@ -1872,6 +2033,7 @@ def _patch_result(patch: _Patch, out: Path, written: Sequence[str]) -> ZoneResul
         ds=ds,
         dnssec=summary.get("dnssec"),
         patched=tuple(item.spec.handle.ref for item in patch.signed),
+        changes=_explained(patch.changes, written),
     )
 
 

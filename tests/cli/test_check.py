@@ -3,6 +3,9 @@
 from __future__ import annotations
 
 import json
+from collections.abc import Callable
+
+import pytest
 
 from alter_publish.errors import EXIT_DRIFT, EXIT_OK, EXIT_USAGE, EXIT_VERIFICATION
 from tests.cli.workspace import NOW, ZONE, Workspace, assert_one_error_line, assert_unchanged
@@ -62,4 +65,120 @@ def test_a_failing_proof_is_still_exit_1(workspace: Workspace) -> None:
     )
     assert result.returncode == EXIT_VERIFICATION, result.describe()
     assert "proof failed for 5 handle(s)" in result.stderr_lines[-1]
+    assert_unchanged(before, workspace.snapshot())
+
+
+DAY = 86400
+
+
+def _edit(workspace: Workspace, old: str, new: str) -> None:
+    text = workspace.definition.read_text(encoding="utf-8")
+    assert old in text
+    workspace.definition.write_text(text.replace(old, new, 1), encoding="utf-8")
+
+
+def _run(workspace: Workspace, *args: str) -> None:
+    result = workspace.run(*args)
+    assert result.returncode == EXIT_OK, result.describe()
+
+
+def _add_handle(workspace: Workspace, ref: str) -> None:
+    _edit(workspace, "  - ~drew\n", f"  - ~drew\n  - {ref}\n")
+    _run(workspace, "keygen", ref, "--zone", ZONE)
+
+
+Change = tuple[str | None, str]
+
+
+@pytest.mark.parametrize(
+    ("setup", "now", "expected"),
+    [
+        pytest.param(
+            lambda ws: _edit(ws, "mcp.example.com/blake", "mcp.example.com/b2"),
+            NOW,
+            {("~blake", "resolver-changed")},
+            id="resolver",
+        ),
+        pytest.param(
+            lambda ws: _edit(ws, "model: claude-opus-4-7", "model: claude-opus-5"),
+            NOW,
+            {("~cc-opus-4-7", "tags-changed")},
+            id="tags",
+        ),
+        pytest.param(
+            lambda ws: _edit(ws, "lifetime: 7d", "lifetime: 6d"),
+            NOW,
+            {("~deploy.bot", "lifetime-changed")},
+            id="lifetime",
+        ),
+        pytest.param(
+            lambda ws: _run(ws, "rotate", "~drew", "--zone", ZONE, "--now", str(NOW)),
+            NOW,
+            {("~drew", "key-rotated")},
+            id="rotated",
+        ),
+        pytest.param(
+            lambda ws: _run(
+                ws, "rotate", "~drew", "--zone", ZONE, "--compromised", "--now", str(NOW)
+            ),
+            NOW,
+            {("~drew", "key-rotated"), ("~drew", "epoch-revoked")},
+            id="compromised",
+        ),
+        pytest.param(
+            lambda ws: _add_handle(ws, "~erin"),
+            NOW,
+            {("~erin", "new")},
+            id="new",
+        ),
+        pytest.param(
+            lambda ws: _edit(ws, "  - ~drew\n", ""), NOW, {("~drew", "removed")}, id="removed"
+        ),
+        pytest.param(
+            lambda ws: None,
+            NOW + 20 * DAY,
+            {
+                ("~deploy.bot", "renewal-due"),
+                ("~cc-opus-4-7", "renewal-due"),
+                (None, "dnssec-resign-due"),
+            },
+            id="renewal-and-dnssec-refresh-due",
+        ),
+        pytest.param(
+            lambda ws: _edit(ws, "minimum: 5m", "minimum: 10m"),
+            NOW,
+            {(None, "zone-records-changed")},
+            id="zone-settings",
+        ),
+        pytest.param(
+            lambda ws: _run(ws, "dnssec", "rollover", ZONE, "zsk", "--now", str(NOW)),
+            NOW,
+            {(None, "zone-keys-changed")},
+            id="zsk-rollover",
+        ),
+        pytest.param(
+            lambda ws: ws.zone_file.write_text(
+                ws.zone_file.read_text(encoding="utf-8") + "; edited by hand\n", encoding="utf-8"
+            ),
+            NOW,
+            {(None, "outputs-differ")},
+            id="output-edited",
+        ),
+    ],
+)
+def test_check_names_each_handle_that_would_change_and_why(
+    workspace: Workspace, setup: Callable[[Workspace], object], now: int, expected: set[Change]
+) -> None:
+    setup(workspace)
+    before = workspace.snapshot()
+
+    result = workspace.run("sign", "--check", "--now", str(now), DEFINITION, "--json")
+    text = workspace.run("sign", "--check", "--now", str(now), DEFINITION)
+
+    assert_one_error_line(result, EXIT_DRIFT)
+    (zone,) = json.loads(result.stdout)["zones"]
+    assert {(change["handle"], change["reason"]) for change in zone["changes"]} == expected
+    assert text.returncode == EXIT_DRIFT, text.describe()
+    for handle, reason in expected:
+        assert f"{ZONE}: {handle or 'zone'}: {reason}" in text.stdout, text.describe()
     assert_unchanged(before, workspace.snapshot())
