@@ -1091,9 +1091,92 @@ def _error_lines(error: AlterError) -> list[str]:
     return lines
 
 
+#: Each command's line in its group's listing: a whole sentence that fits on one line
+#: (typer would cut the docstring's first sentence to the terminal's width).
+SUMMARIES: Final = {
+    (): "Sign, prove and publish alter1 records for your zones.",
+    ("sign",): "Sign, prove on loopback, then write the zones' outputs.",
+    ("verify",): "Prove written outputs, on loopback or at a name server.",
+    ("resolve",): "Resolve and verify a handle at any name server.",
+    ("verify-record",): "Check one record by hand, as pasted from dig.",
+    ("serve",): "Serve zone files from the embedded name server.",
+    ("keygen",): "Create a handle's first key and revocation secret.",
+    ("init",): "Scaffold a workspace: a definition, templates, keys/.",
+    ("rotate",): "Make a handle's next key epoch, for sign to publish.",
+    ("revoke",): "Queue the revocation of a past key epoch.",
+    ("plan",): "List the record changes a push would make.",
+    ("push",): "Update a primary by RFC 2136 with TSIG, then prove it.",
+    ("export",): "Export the signed records for BIND, octoDNS or HTTPS.",
+    ("keys",): "Handle and zone key status across zones.",
+    ("keys", "status"): "Show key epochs and states, and what is due next.",
+    ("dnssec",): "Zone DNSSEC keys, rollovers and the DS for the parent.",
+    ("dnssec", "keygen"): "Create a zone's KSK and ZSK and print the DS.",
+    ("dnssec", "ds"): "Print the zone's DNSSEC keys and the DS records.",
+    ("dnssec", "status"): "Show the zone's DNSSEC keys and the rollover step.",
+    ("dnssec", "rollover"): "Start a ZSK or KSK rollover (RFC 7583).",
+    ("dnssec", "step"): "Take the running rollover's next step.",
+}
+
+#: The metavar of every argument and option that takes a value, by parameter name, the
+#: same in every command (another name shows as itself in capitals).
+METAVARS: Final = {
+    "zones": "ZONE",
+    "zone": "ZONE",
+    "substrate": "ZONE",
+    "zone_files": "ZONEFILE",
+    "handle": "HANDLE",
+    "reference": "URI|HANDLE",
+    "text": "RECORD",
+    "owner": "NAME",
+    "role": "zsk|ksk",
+    "out": "DIR",
+    "keys": "DIR",
+    "templates": "DIR",
+    "zones_dir": "DIR",
+    "directory": "DIR",
+    "now": "UNIX",
+    "jobs": "N",
+    "epoch": "N",
+    "server": "HOST:PORT",
+    "address": "ADDRESS",
+    "port": "PORT",
+    "timeout": "SECONDS",
+    "ttl": "SECONDS",
+    "max_delete": "SHARE",
+    "fmt": "FORMAT",
+    "trust_anchor": "FILE",
+    "tsig_key": "FILE",
+    "secret_out": "FILE",
+    "secret_file": "FILE",
+    "pin_store": "FILE",
+    "output": "FILE",
+}
+
+
 def cli_command() -> Any:
-    """The click command behind the app (for tools that walk its options)."""
-    return typer.main.get_command(app)
+    """The click command behind the app (for tools that walk its options), with the
+    summaries of ``SUMMARIES`` and the metavars of ``METAVARS``."""
+    command = typer.main.get_command(app)
+    _plain_help(command, ())
+    return command
+
+
+def _no_type(ctx: Any) -> None:
+    return None
+
+
+def _plain_help(command: Any, path: tuple[str, ...]) -> None:
+    """Give ``command`` and its subcommands whole summaries and plain metavars."""
+    command.short_help = SUMMARIES.get(path, command.short_help)
+    for param in command.params:
+        if getattr(param, "is_flag", False) or param.name is None:
+            continue
+        param.metavar = METAVARS.get(param.name, param.name.upper())
+        if param.param_type_name == "argument":
+            # typer prints an argument's type after its metavar (``ZONE <list[Path]>``).
+            param.display_type_rich = _no_type
+    for name, subcommand in getattr(command, "commands", {}).items():
+        _plain_help(subcommand, (*path, name))
 
 
 def _split_debug(args: Sequence[str]) -> tuple[list[str], bool]:
