@@ -220,15 +220,15 @@ def sign(
     if no_verify:
         _warn("--no-verify: outputs are written WITHOUT the loopback proof")
     zone_files = pipeline.find_zone_files(zones or [])
-    where = workspace_for(zone_files, keys=keys, out=out, templates=templates)
+    where = workspace_for(zone_files)
     with progress_for(as_json=as_json) as progress:
         report = pipeline.sign(
             zone_files,
-            out=where.out,
-            keys=_keystore(where.keys),
+            out=where.out(out),
+            keys=_keystore(where.keys(keys)),
             now=_now(now),
             create_keys=create_keys,
-            templates=where.templates,
+            templates=where.templates(templates),
             verify=not no_verify,
             check=check,
             jobs=jobs or default_jobs(),
@@ -306,7 +306,7 @@ def verify(
     zone_files = pipeline.find_zone_files(zones or [])
     report = pipeline.verify(
         zone_files,
-        out=workspace_for(zone_files, out=out).out,
+        out=workspace_for(zone_files).out(out),
         now=_now(now),
         trust_anchors=trust_anchor,
         server=_parse_hostport(server) if server else None,
@@ -549,7 +549,7 @@ def keygen(
 ) -> None:
     """Create a handle's first key (epoch 1) and its revocation secret."""
     spec = load_zone(keyops.zone_definition(zone, zones_dir))
-    store = _keystore(workspace_for([spec.path], keys=keys).keys)
+    store = _keystore(workspace_for([spec.path]).keys(keys))
     key = pipeline.keygen(parse_handle(handle), spec=spec, keys=store, secret_out=secret_out)
     _warn_exposed(secret_out)
     key_path, secret_path = store.paths(spec.origin, key.handle, key.epoch)
@@ -629,7 +629,7 @@ def _zone_and_keys(zone: str, keys: Path | None) -> tuple[str, Path]:
     """The zone's name and key store, from its definition when it has one."""
     definition = find_definition_if_any(zone)
     origin = pipeline.zone_origin(zone) if definition is None else load_zone(definition).origin
-    return origin, workspace_for([definition] if definition else [], keys=keys).keys
+    return origin, workspace_for([definition] if definition else []).keys(keys)
 
 
 @dnssec_app.command("keygen")
@@ -718,7 +718,7 @@ def rotate(
     result = keyops.rotate_handle(
         str(definition),
         handle,
-        keys=_keystore(workspace_for([definition], keys=keys).keys),
+        keys=_keystore(workspace_for([definition]).keys(keys)),
         now=_now(now),
         mode=mode,
         secret_out=secret_out,
@@ -767,7 +767,7 @@ def revoke(
     ref, revoked, new = keyops.revoke_handle(
         str(definition),
         handle,
-        keys=_keystore(workspace_for([definition], keys=keys).keys),
+        keys=_keystore(workspace_for([definition]).keys(keys)),
         now=_now(now),
         epoch=epoch,
         secret_file=secret_file,
@@ -788,7 +788,7 @@ TsigKeyOption = Annotated[
     typer.Option("--tsig-key", help="TSIG key file in BIND format (as tsig-keygen writes it)."),
 ]
 ZoneArgument = Annotated[
-    str, typer.Argument(help="The zone: a definition file, or a zone name in zones/.")
+    str, typer.Argument(help="The zone: a name (example.com) or its definition file.")
 ]
 PublishTimeoutOption = Annotated[
     float,
@@ -828,7 +828,7 @@ def plan(
     spec = load_zone(keyops.zone_definition(zone, zones_dir))
     tsig = publishing.read_tsig_key(tsig_key) if tsig_key else None
     address = _parse_hostport(server)
-    out = workspace_for([spec.path], out=out).out
+    out = workspace_for([spec.path]).out(out)
     result = publishing.plan(spec, out=out, server=address, tsig=tsig, timeout=timeout)
     if as_json:
         _emit_json(result.to_mapping())
@@ -879,7 +879,7 @@ def push(
     address = _parse_hostport(server)
     outcome = publishing.push(
         definition,
-        out=workspace_for([definition], out=out).out,
+        out=workspace_for([definition]).out(out),
         server=address,
         tsig=tsig,
         now=_now(now),
@@ -932,7 +932,7 @@ def export_command(
         known = ", ".join(str(f) for f in export.ExportFormat)
         raise UsageError(f"--format {fmt!r} is not one of {known}") from exc
     spec = load_zone(keyops.zone_definition(zone, zones_dir))
-    out = workspace_for([spec.path], out=out).out
+    out = workspace_for([spec.path]).out(out)
     if output == Path("-"):
         typer.echo(export.render_export(export.load_export(spec, out), spec, kind), nl=False)
         return
@@ -964,7 +964,7 @@ def keys_status(
     moment = _now(now)
     zone_files = pipeline.find_zone_files(zones or [])
     report = keyops.keys_status(
-        zone_files, keys=_keystore(workspace_for(zone_files, keys=keys).keys), now=moment
+        zone_files, keys=_keystore(workspace_for(zone_files).keys(keys)), now=moment
     )
     if as_json:
         _emit_json({"now": moment, "zones": [zone.to_mapping(moment) for zone in report]})
@@ -1019,7 +1019,7 @@ def dnssec_status(
     """Show the zone's DNSSEC keys, their states, and the running rollover's next step."""
     moment = _now(now)
     definition = keyops.zone_definition(zone, zones_dir)
-    store = _keystore(workspace_for([definition], keys=keys).keys)
+    store = _keystore(workspace_for([definition]).keys(keys))
     status = keyops.dnssec_status(str(definition), keys=store)
     if as_json:
         _emit_json(status.to_mapping(moment))
@@ -1062,7 +1062,7 @@ def dnssec_rollover(
         raise UsageError(f"role {role!r} is not zsk or ksk") from exc
     moment = _now(now)
     definition = keyops.zone_definition(zone, zones_dir)
-    store = _keystore(workspace_for([definition], keys=keys).keys)
+    store = _keystore(workspace_for([definition]).keys(keys))
     result = keyops.dnssec_rollover(str(definition), key_role, keys=store, now=moment)
     _print_step(result, moment, as_json)
 
@@ -1085,7 +1085,7 @@ def dnssec_step(
     """Take the running rollover's next step, once RFC 7583's wait is over."""
     moment = _now(now)
     definition = keyops.zone_definition(zone, zones_dir)
-    store = _keystore(workspace_for([definition], keys=keys).keys)
+    store = _keystore(workspace_for([definition]).keys(keys))
     result = keyops.dnssec_step(str(definition), keys=store, now=moment, ds_published=ds_published)
     _print_step(result, moment, as_json)
 

@@ -9,7 +9,8 @@ zone's log, state and revocations beside its definition), ``keys/``, ``build/``,
 * ``--keys``, ``--out`` and ``--templates`` given explicitly win (relative to the
   current directory, as typed). Their defaults are ``<root>/keys``,
   ``<root>/build`` and ``<root>/templates`` (the latter only when that directory
-  exists; else the built-in templates).
+  exists; else the built-in templates). Definitions of different workspaces in
+  one run need the directory given.
 * A zone given by name (``example.com``, ``example.com.``) is
   ``zones/<name>.yaml`` in the current directory or the nearest parent directory
   that has it; with no definitions at all, ``zones/*.yaml`` of the nearest
@@ -47,13 +48,53 @@ GIT_TIMEOUT_SECONDS: Final = 10.0
 
 @dataclass(frozen=True, slots=True)
 class Workspace:
-    """The directories a command works in (see the module docstring for the rule)."""
+    """The workspace root(s) of the definitions a command works on, and its directories:
+    each method returns the directory given explicitly, else the root's default."""
 
-    root: Path
-    keys: Path
-    out: Path
-    #: None: the templates shipped with alter-publish.
-    templates: Path | None
+    #: The distinct roots, as typed (one for definitions of one workspace; none: cwd).
+    roots: tuple[Path, ...]
+
+    def root(self, option: str) -> Path:
+        """The one root.
+
+        Raises:
+            UsageError: the definitions are in different workspaces (``option`` would
+                settle it).
+        """
+        if len(self.roots) > 1:
+            listed = ", ".join(map(str, self.roots))
+            raise UsageError(
+                f"the definitions are in different workspaces ({listed}); run one "
+                f"workspace at a time or give {option}"
+            )
+        return self.roots[0] if self.roots else Path()
+
+    def keys(self, given: Path | None = None) -> Path:
+        """``given``, else ``<root>/keys``.
+
+        Raises:
+            UsageError: as :meth:`root`.
+        """
+        return given if given is not None else self.root("--keys") / KEYS_DIR
+
+    def out(self, given: Path | None = None) -> Path:
+        """``given``, else ``<root>/build``.
+
+        Raises:
+            UsageError: as :meth:`root`.
+        """
+        return given if given is not None else self.root("--out") / BUILD_DIR
+
+    def templates(self, given: Path | None = None) -> Path | None:
+        """``given``, else ``<root>/templates`` when it exists, else None (built-in).
+
+        Raises:
+            UsageError: as :meth:`root`.
+        """
+        if given is not None:
+            return given
+        own = self.root("--templates") / TEMPLATES_DIR
+        return own if own.is_dir() else None
 
 
 def zone_origin(zone: str) -> str:
@@ -82,42 +123,13 @@ def workspace_root(definition: Path) -> Path:
     return absolute.parent if absolute.name == ZONES_DIR else folder
 
 
-def workspace_for(
-    definitions: Sequence[Path],
-    *,
-    keys: Path | None = None,
-    out: Path | None = None,
-    templates: Path | None = None,
-) -> Workspace:
-    """The workspace of ``definitions``, with the directories given explicitly winning.
-
-    With no definitions the root is the current directory.
-
-    Raises:
-        UsageError: the definitions sit in different workspaces and a directory was
-            left to its default.
-    """
-    roots: dict[str, Path] = {}
+def workspace_for(definitions: Sequence[Path]) -> Workspace:
+    """The workspace of ``definitions`` (with none: the current directory)."""
+    roots: dict[Path, Path] = {}
     for definition in definitions:
         root = workspace_root(definition)
-        roots.setdefault(str(root.resolve()), root)
-    if len(roots) > 1 and None in (keys, out, templates):
-        raise UsageError(
-            f"the definitions are in different workspaces ({', '.join(map(str, roots.values()))});"
-            " run them separately or give --keys, --out and --templates"
-        )
-    root = next(iter(roots.values()), Path())
-    own_templates = root / TEMPLATES_DIR
-    return Workspace(
-        root=root,
-        keys=root / KEYS_DIR if keys is None else keys,
-        out=root / BUILD_DIR if out is None else out,
-        templates=templates
-        if templates is not None
-        else own_templates
-        if own_templates.is_dir()
-        else None,
-    )
+        roots.setdefault(root.resolve(), root)
+    return Workspace(tuple(roots.values()))
 
 
 def _upwards() -> list[Path]:
