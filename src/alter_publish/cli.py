@@ -22,8 +22,9 @@ import typer
 from alter_publish import export, keyops, pipeline
 from alter_publish import push as publishing
 from alter_publish.cliprogress import progress_for
+from alter_publish.clock import SIMULATED_TIME_FLAG, check_now
 from alter_publish.dnssec import ds_records
-from alter_publish.envelope import Envelope, b64url, verify_record
+from alter_publish.envelope import CLOCK_SKEW_SECONDS, Envelope, b64url, verify_record
 from alter_publish.errors import (
     EXIT_DRIFT,
     EXIT_INTERNAL,
@@ -67,6 +68,14 @@ NowOption = Annotated[
     int | None,
     typer.Option("--now", help="Unix time to act at (default: the system clock).", min=0),
 ]
+SimulatedTimeOption = Annotated[
+    bool,
+    typer.Option(
+        SIMULATED_TIME_FLAG,
+        help=f"Write at a --now more than {CLOCK_SKEW_SECONDS}s from the system clock, or with "
+        "a clock before this release (tests, rehearsals): outputs may not be valid now.",
+    ),
+]
 JsonOption = Annotated[bool, typer.Option("--json", help="Print one JSON document on stdout.")]
 OutOption = Annotated[Path, typer.Option("--out", help="Output directory.")]
 KeysOption = Annotated[Path, typer.Option("--keys", help="Key store directory.")]
@@ -85,6 +94,11 @@ ZonesArgument = Annotated[
 
 def _now(value: int | None) -> int:
     return int(time.time()) if value is None else value
+
+
+def _write_now(value: int | None, allow_simulated: bool) -> int:
+    """The time a command that writes acts at; refuses one the clock does not vouch for."""
+    return check_now(value, int(time.time()), allow_simulated=allow_simulated)
 
 
 def _keystore(root: Path) -> KeyStore:
@@ -146,6 +160,7 @@ def sign(
     zones: ZonesArgument = None,
     out: OutOption = Path("build"),
     now: NowOption = None,
+    allow_simulated_time: SimulatedTimeOption = False,
     create_keys: Annotated[
         bool,
         typer.Option(
@@ -186,6 +201,7 @@ def sign(
     as_json: JsonOption = False,
 ) -> None:
     """Sign every handle, DNSSEC-sign the zone, prove it on loopback, then write the outputs."""
+    moment = _now(now) if check else _write_now(now, allow_simulated_time)
     if no_verify:
         _warn("--no-verify: outputs are written WITHOUT the loopback proof")
     zone_files = pipeline.find_zone_files(zones or [])
@@ -194,7 +210,7 @@ def sign(
             zone_files,
             out=out,
             keys=_keystore(keys),
-            now=_now(now),
+            now=moment,
             create_keys=create_keys,
             templates=templates,
             verify=not no_verify,
@@ -342,16 +358,17 @@ def resolve(
             "rollback, key-mismatch and continuity (psig) checks.",
         ),
     ] = None,
+    allow_simulated_time: SimulatedTimeOption = False,
     as_json: JsonOption = False,
 ) -> None:
     """Resolve and verify a handle against any name server (spec section 7)."""
     target = parse_reference(reference)
+    moment = _write_now(now, allow_simulated_time) if pin_store else _now(now)
     if allow_insecure:
         _warn("--allow-insecure: accepting answers without DNSSEC validation")
     anchors = read_trust_anchors(trust_anchor) if trust_anchor else ()
     address = _parse_hostport(server)
     pins = PinStore.read(pin_store) if pin_store else None
-    moment = _now(now)
     pinned = pins.pinned(target.handle.owner(substrate)) if pins else None
     result = resolve_handle(
         target,
@@ -578,13 +595,15 @@ def _print_zone_keys(
 def dnssec_keygen(
     zone: Annotated[str, typer.Argument(help="The zone, e.g. example.com.")],
     now: NowOption = None,
+    allow_simulated_time: SimulatedTimeOption = False,
     ttl: Annotated[int, typer.Option("--ttl", help="TTL printed on the DS.", min=0)] = 3600,
     keys: KeysOption = Path("keys"),
     as_json: JsonOption = False,
 ) -> None:
     """Create a zone's KSK and ZSK (Ed25519) and print the DS to give the registrar."""
+    moment = _write_now(now, allow_simulated_time)
     origin = pipeline.zone_origin(zone)
-    created = pipeline.dnssec_keygen(origin, keys=_keystore(keys), now=_now(now))
+    created = pipeline.dnssec_keygen(origin, keys=_keystore(keys), now=moment)
     _print_zone_keys(origin, created, ttl, as_json)
 
 
@@ -650,6 +669,7 @@ def rotate(
         typer.Option("--secret-file", help="The current epoch's revocation secret (offline copy)."),
     ] = None,
     now: NowOption = None,
+    allow_simulated_time: SimulatedTimeOption = False,
     keys: KeysOption = Path("keys"),
     zones_dir: ZonesDirOption = Path("zones"),
     as_json: JsonOption = False,
@@ -657,6 +677,7 @@ def rotate(
     """Make a handle's next key epoch; the next sign publishes it (psig by the old key)."""
     if compromised and lost:
         raise UsageError("give at most one of --compromised and --lost")
+    moment = _write_now(now, allow_simulated_time)
     mode = (
         RotationMode.COMPROMISED
         if compromised
@@ -668,7 +689,7 @@ def rotate(
         zone,
         handle,
         keys=_keystore(keys),
-        now=_now(now),
+        now=moment,
         mode=mode,
         secret_out=secret_out,
         secret_file=secret_file,
@@ -707,16 +728,18 @@ def revoke(
         typer.Option("--secret-file", help="That epoch's revocation secret (offline copy)."),
     ] = None,
     now: NowOption = None,
+    allow_simulated_time: SimulatedTimeOption = False,
     keys: KeysOption = Path("keys"),
     zones_dir: ZonesDirOption = Path("zones"),
     as_json: JsonOption = False,
 ) -> None:
     """Queue the revocation of a past epoch; it needs only that epoch's revocation secret."""
+    moment = _write_now(now, allow_simulated_time)
     ref, revoked, new = keyops.revoke_handle(
         zone,
         handle,
         keys=_keystore(keys),
-        now=_now(now),
+        now=moment,
         epoch=epoch,
         secret_file=secret_file,
         zones_dir=zones_dir,
@@ -815,11 +838,13 @@ def push(
         ),
     ] = publishing.DEFAULT_MAX_DELETE_SHARE,
     now: NowOption = None,
+    allow_simulated_time: SimulatedTimeOption = False,
     zones_dir: ZonesDirOption = Path("zones"),
     timeout: PublishTimeoutOption = publishing.DEFAULT_TIMEOUT_SECONDS,
     as_json: JsonOption = False,
 ) -> None:
     """Apply the plan by RFC 2136 dynamic update with TSIG, then prove the server's answers."""
+    moment = _write_now(now, allow_simulated_time)
     if allow_insecure:
         _warn("--allow-insecure: the proof accepts answers without DNSSEC validation")
     definition = keyops.zone_definition(zone, zones_dir)
@@ -830,7 +855,7 @@ def push(
         out=out,
         server=address,
         tsig=tsig,
-        now=_now(now),
+        now=moment,
         trust_anchors=trust_anchor,
         allow_insecure=allow_insecure,
         max_delete=max_delete,
@@ -995,6 +1020,7 @@ def dnssec_rollover(
         str, typer.Argument(help="zsk (pre-publication) or ksk (double-DS).", show_default=False)
     ],
     now: NowOption = None,
+    allow_simulated_time: SimulatedTimeOption = False,
     keys: KeysOption = Path("keys"),
     zones_dir: ZonesDirOption = Path("zones"),
     as_json: JsonOption = False,
@@ -1004,7 +1030,7 @@ def dnssec_rollover(
         key_role = ZoneKeyRole(role.lower())
     except ValueError as exc:
         raise UsageError(f"role {role!r} is not zsk or ksk") from exc
-    moment = _now(now)
+    moment = _write_now(now, allow_simulated_time)
     result = keyops.dnssec_rollover(
         zone, key_role, keys=_keystore(keys), now=moment, zones_dir=zones_dir
     )
@@ -1022,12 +1048,13 @@ def dnssec_step(
         ),
     ] = False,
     now: NowOption = None,
+    allow_simulated_time: SimulatedTimeOption = False,
     keys: KeysOption = Path("keys"),
     zones_dir: ZonesDirOption = Path("zones"),
     as_json: JsonOption = False,
 ) -> None:
     """Take the running rollover's next step, once RFC 7583's wait is over."""
-    moment = _now(now)
+    moment = _write_now(now, allow_simulated_time)
     result = keyops.dnssec_step(
         zone, keys=_keystore(keys), now=moment, ds_published=ds_published, zones_dir=zones_dir
     )

@@ -24,6 +24,7 @@ from typing import Any
 import dns.zone
 from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PrivateKey
 
+from alter_publish.clock import serial_warning
 from alter_publish.dnssec import (
     SignatureWindow,
     SignedZone,
@@ -1149,6 +1150,11 @@ def sign(
         *early_warnings,
         *(warning for patch in patches for warning in patch.spec.warnings()),
         *(warning for spec in specs for warning in spec.warnings()),
+        *(
+            warning
+            for zone in (*unchanged, *results)
+            if (warning := serial_warning(zone.zone, zone.serial, now))
+        ),
     )
     return SignReport(
         zones=(*unchanged, *results),
