@@ -22,8 +22,9 @@ import typer
 from alter_publish import export, keyops, pipeline
 from alter_publish import push as publishing
 from alter_publish.cliprogress import progress_for
+from alter_publish.clock import SIMULATED_TIME_FLAG, check_now
 from alter_publish.dnssec import ds_records
-from alter_publish.envelope import Envelope, b64url, verify_record
+from alter_publish.envelope import CLOCK_SKEW_SECONDS, Envelope, b64url, verify_record
 from alter_publish.errors import (
     EXIT_DRIFT,
     EXIT_INTERNAL,
@@ -68,6 +69,14 @@ NowOption = Annotated[
     int | None,
     typer.Option("--now", help="Unix time to act at (default: the system clock).", min=0),
 ]
+SimulatedTimeOption = Annotated[
+    bool,
+    typer.Option(
+        SIMULATED_TIME_FLAG,
+        help=f"Write at a --now more than {CLOCK_SKEW_SECONDS}s from the system clock, or with "
+        "a clock before this release (tests, rehearsals): outputs may not be valid now.",
+    ),
+]
 JsonOption = Annotated[bool, typer.Option("--json", help="Print one JSON document on stdout.")]
 OutOption = Annotated[
     Path | None,
@@ -111,6 +120,11 @@ ZonesArgument = Annotated[
 
 def _now(value: int | None) -> int:
     return int(time.time()) if value is None else value
+
+
+def _write_now(value: int | None, allow_simulated: bool) -> int:
+    """The time a command that writes acts at; refuses one the clock does not vouch for."""
+    return check_now(value, int(time.time()), allow_simulated=allow_simulated)
 
 
 def _keystore(root: Path) -> KeyStore:
@@ -172,6 +186,7 @@ def sign(
     zones: ZonesArgument = None,
     out: OutOption = None,
     now: NowOption = None,
+    allow_simulated_time: SimulatedTimeOption = False,
     create_keys: Annotated[
         bool,
         typer.Option(
@@ -217,6 +232,7 @@ def sign(
     as_json: JsonOption = False,
 ) -> None:
     """Sign every handle, DNSSEC-sign the zone, prove it on loopback, then write the outputs."""
+    moment = _now(now) if check else _write_now(now, allow_simulated_time)
     if no_verify:
         _warn("--no-verify: outputs are written WITHOUT the loopback proof")
     zone_files = pipeline.find_zone_files(zones or [])
@@ -226,7 +242,7 @@ def sign(
             zone_files,
             out=where.out(out),
             keys=_keystore(where.keys(keys)),
-            now=_now(now),
+            now=moment,
             create_keys=create_keys,
             templates=where.templates(templates),
             verify=not no_verify,
@@ -375,16 +391,17 @@ def resolve(
             "rollback, key-mismatch and continuity (psig) checks.",
         ),
     ] = None,
+    allow_simulated_time: SimulatedTimeOption = False,
     as_json: JsonOption = False,
 ) -> None:
     """Resolve and verify a handle against any name server (spec section 7)."""
     target = parse_reference(reference)
+    moment = _write_now(now, allow_simulated_time) if pin_store else _now(now)
     if allow_insecure:
         _warn("--allow-insecure: accepting answers without DNSSEC validation")
     anchors = read_trust_anchors(trust_anchor) if trust_anchor else ()
     address = _parse_hostport(server)
     pins = PinStore.read(pin_store) if pin_store else None
-    moment = _now(now)
     pinned = pins.pinned(target.handle.owner(substrate)) if pins else None
     result = resolve_handle(
         target,
@@ -636,13 +653,15 @@ def _zone_and_keys(zone: str, keys: Path | None) -> tuple[str, Path]:
 def dnssec_keygen(
     zone: DnssecZoneArgument,
     now: NowOption = None,
+    allow_simulated_time: SimulatedTimeOption = False,
     ttl: Annotated[int, typer.Option("--ttl", help="TTL printed on the DS.", min=0)] = 3600,
     keys: KeysOption = None,
     as_json: JsonOption = False,
 ) -> None:
     """Create a zone's KSK and ZSK (Ed25519) and print the DS to give the registrar."""
+    moment = _write_now(now, allow_simulated_time)
     origin, store = _zone_and_keys(zone, keys)
-    created = pipeline.dnssec_keygen(origin, keys=_keystore(store), now=_now(now))
+    created = pipeline.dnssec_keygen(origin, keys=_keystore(store), now=moment)
     _print_zone_keys(origin, created, ttl, as_json)
 
 
@@ -700,6 +719,7 @@ def rotate(
         typer.Option("--secret-file", help="The current epoch's revocation secret (offline copy)."),
     ] = None,
     now: NowOption = None,
+    allow_simulated_time: SimulatedTimeOption = False,
     keys: KeysOption = None,
     zones_dir: ZonesDirOption = None,
     as_json: JsonOption = False,
@@ -707,6 +727,7 @@ def rotate(
     """Make a handle's next key epoch; the next sign publishes it (psig by the old key)."""
     if compromised and lost:
         raise UsageError("give at most one of --compromised and --lost")
+    moment = _write_now(now, allow_simulated_time)
     mode = (
         RotationMode.COMPROMISED
         if compromised
@@ -719,7 +740,7 @@ def rotate(
         str(definition),
         handle,
         keys=_keystore(workspace_for([definition]).keys(keys)),
-        now=_now(now),
+        now=moment,
         mode=mode,
         secret_out=secret_out,
         secret_file=secret_file,
@@ -758,17 +779,19 @@ def revoke(
         typer.Option("--secret-file", help="That epoch's revocation secret (offline copy)."),
     ] = None,
     now: NowOption = None,
+    allow_simulated_time: SimulatedTimeOption = False,
     keys: KeysOption = None,
     zones_dir: ZonesDirOption = None,
     as_json: JsonOption = False,
 ) -> None:
     """Queue the revocation of a past epoch; it needs only that epoch's revocation secret."""
+    moment = _write_now(now, allow_simulated_time)
     definition = keyops.zone_definition(zone, zones_dir)
     ref, revoked, new = keyops.revoke_handle(
         str(definition),
         handle,
         keys=_keystore(workspace_for([definition]).keys(keys)),
-        now=_now(now),
+        now=moment,
         epoch=epoch,
         secret_file=secret_file,
     )
@@ -867,11 +890,13 @@ def push(
         ),
     ] = publishing.DEFAULT_MAX_DELETE_SHARE,
     now: NowOption = None,
+    allow_simulated_time: SimulatedTimeOption = False,
     zones_dir: ZonesDirOption = None,
     timeout: PublishTimeoutOption = publishing.DEFAULT_TIMEOUT_SECONDS,
     as_json: JsonOption = False,
 ) -> None:
     """Apply the plan by RFC 2136 dynamic update with TSIG, then prove the server's answers."""
+    moment = _write_now(now, allow_simulated_time)
     if allow_insecure:
         _warn("--allow-insecure: the proof accepts answers without DNSSEC validation")
     definition = keyops.zone_definition(zone, zones_dir)
@@ -882,7 +907,7 @@ def push(
         out=workspace_for([definition]).out(out),
         server=address,
         tsig=tsig,
-        now=_now(now),
+        now=moment,
         trust_anchors=trust_anchor,
         allow_insecure=allow_insecure,
         max_delete=max_delete,
@@ -1051,6 +1076,7 @@ def dnssec_rollover(
         str, typer.Argument(help="zsk (pre-publication) or ksk (double-DS).", show_default=False)
     ],
     now: NowOption = None,
+    allow_simulated_time: SimulatedTimeOption = False,
     keys: KeysOption = None,
     zones_dir: ZonesDirOption = None,
     as_json: JsonOption = False,
@@ -1060,7 +1086,7 @@ def dnssec_rollover(
         key_role = ZoneKeyRole(role.lower())
     except ValueError as exc:
         raise UsageError(f"role {role!r} is not zsk or ksk") from exc
-    moment = _now(now)
+    moment = _write_now(now, allow_simulated_time)
     definition = keyops.zone_definition(zone, zones_dir)
     store = _keystore(workspace_for([definition]).keys(keys))
     result = keyops.dnssec_rollover(str(definition), key_role, keys=store, now=moment)
@@ -1078,12 +1104,13 @@ def dnssec_step(
         ),
     ] = False,
     now: NowOption = None,
+    allow_simulated_time: SimulatedTimeOption = False,
     keys: KeysOption = None,
     zones_dir: ZonesDirOption = None,
     as_json: JsonOption = False,
 ) -> None:
     """Take the running rollover's next step, once RFC 7583's wait is over."""
-    moment = _now(now)
+    moment = _write_now(now, allow_simulated_time)
     definition = keyops.zone_definition(zone, zones_dir)
     store = _keystore(workspace_for([definition]).keys(keys))
     result = keyops.dnssec_step(str(definition), keys=store, now=moment, ds_published=ds_published)

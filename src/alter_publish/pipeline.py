@@ -25,6 +25,7 @@ import dns.zone
 from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PrivateKey
 
 from alter_publish import workspace
+from alter_publish.clock import serial_warning
 from alter_publish.dnssec import (
     SignatureWindow,
     SignedZone,
@@ -1201,6 +1202,11 @@ def sign(
         *early_warnings,
         *(warning for patch in patches for warning in patch.spec.warnings()),
         *(warning for spec in specs for warning in spec.warnings()),
+        *(
+            warning
+            for zone in (*unchanged, *results)
+            if (warning := serial_warning(zone.zone, zone.serial, now))
+        ),
     )
     return SignReport(
         zones=(*unchanged, *results),

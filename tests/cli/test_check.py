@@ -5,7 +5,14 @@ from __future__ import annotations
 import json
 
 from alter_publish.errors import EXIT_DRIFT, EXIT_OK, EXIT_USAGE, EXIT_VERIFICATION
-from tests.cli.workspace import NOW, ZONE, Workspace, assert_one_error_line, assert_unchanged
+from tests.cli.workspace import (
+    NOW,
+    ZONE,
+    Workspace,
+    assert_one_error_line,
+    assert_unchanged,
+    simulated,
+)
 
 DEFINITION = f"zones/{ZONE}.yaml"
 
@@ -37,7 +44,7 @@ def test_a_change_is_drift_and_nothing_is_written(workspace: Workspace) -> None:
     assert f"build/{ZONE}.zone" in zone["written"]
     assert_unchanged(before, workspace.snapshot())
     # The real run then writes exactly that, and a second check is clean.
-    assert workspace.run("sign", "--now", str(NOW + 60), DEFINITION).returncode == EXIT_OK
+    assert workspace.run("sign", *simulated(NOW + 60), DEFINITION).returncode == EXIT_OK
     again = workspace.run("sign", "--check", "--now", str(NOW + 60), DEFINITION)
     assert again.returncode == EXIT_OK, again.describe()
 

@@ -14,7 +14,7 @@ from pathlib import Path
 
 import pytest
 
-from tests.cli.workspace import NOW, ZONE, Workspace, assert_one_error_line
+from tests.cli.workspace import NOW, ZONE, Workspace, assert_one_error_line, simulated
 
 EXIT_USAGE = 2
 EXIT_KEY = 4
@@ -48,14 +48,14 @@ def test_init_next_step_works_from_outside_inside_and_zones(tmp_path: Path) -> N
     site, next_step = _init_site(outside)
     command, *args = next_step.split()
     assert command == "alter-publish"
-    first = outside.run(*args, "--now", str(NOW))
+    first = outside.run(*args, *simulated())
     assert first.returncode == 0, first.describe()
     assert not (tmp_path / "keys").exists(), "keys went to the current directory"
     assert not (tmp_path / "build").exists(), "outputs went to the current directory"
     assert (site / "keys" / SITE_ZONE / "alice" / "1.pem").is_file()
     assert (site / "build" / f"{SITE_ZONE}.zone").is_file()
     for where, more in ((site, ()), (site / "zones", (SITE_ZONE,))):
-        again = Workspace(where).run("sign", *more, "--now", str(NOW))
+        again = Workspace(where).run("sign", *more, *simulated())
         assert again.returncode == 0, again.describe()
         assert "nothing changed" in again.stdout, again.describe()
     assert sorted(p.name for p in site.iterdir()) == [
@@ -72,7 +72,7 @@ def test_workspace_templates_are_used_without_the_flag(tmp_path: Path) -> None:
     site, _ = _init_site(Workspace(tmp_path))
     template = site / "templates" / "zone.j2"
     template.write_text(template.read_text(encoding="utf-8") + TEMPLATE_MARK + "\n")
-    signed = Workspace(site).run("sign", "--create-keys", "--now", str(NOW))
+    signed = Workspace(site).run("sign", "--create-keys", *simulated())
     assert signed.returncode == 0, signed.describe()
     assert TEMPLATE_MARK in (site / "build" / f"{SITE_ZONE}.zone").read_text(encoding="utf-8")
 
@@ -86,7 +86,7 @@ def test_missing_key_of_a_published_handle_is_not_recreated(
 ) -> None:
     shutil.rmtree(workspace.key_dir("blake"))
     flags = ("--create-keys",) if create else ()
-    result = workspace.run("sign", *flags, "--now", str(NOW + 60), "--full")
+    result = workspace.run("sign", *flags, *simulated(NOW + 60), "--full")
     line = assert_one_error_line(result, EXIT_KEY)
     assert line.startswith("~blake: "), line
     assert f"zones/{ZONE}.log published epoch 1" in line, line
@@ -144,13 +144,13 @@ def test_lifecycle_commands_take_every_zone_form(
         shown = here.run(*command)
         assert shown.returncode == 0, shown.describe()
         assert " DS " in shown.stdout, shown.describe()
-    rotated = here.run("rotate", "~blake", "--zone", zone, "--now", str(NOW + 60))
+    rotated = here.run("rotate", "~blake", "--zone", zone, *simulated(NOW + 60))
     assert rotated.returncode == 0, rotated.describe()
     assert (workspace.key_dir("blake") / "2.pem").is_file()
-    revoked = here.run("revoke", "~blake", "--zone", zone, "--epoch", "1", "--now", str(NOW + 60))
+    revoked = here.run("revoke", "~blake", "--zone", zone, "--epoch", "1", *simulated(NOW + 60))
     assert revoked.returncode == 0, revoked.describe()
     assert (workspace.root / "zones" / f"{ZONE}.revocations.json").is_file()
-    rollover = here.run("dnssec", "rollover", zone, "zsk", "--now", str(NOW + 60))
+    rollover = here.run("dnssec", "rollover", zone, "zsk", *simulated(NOW + 60))
     assert rollover.returncode == 0, rollover.describe()
 
 
@@ -172,7 +172,7 @@ def test_secret_out_where_git_would_commit_it_is_warned(workspace: Workspace) ->
     (warning,) = made.stderr_lines
     assert warning.startswith("alter-publish: WARNING: erin-1.secret is inside the git"), warning
     rotated = workspace.run(
-        "rotate", "~blake", "--zone", ZONE, "--secret-out", "blake-2.secret", "--now", str(NOW)
+        "rotate", "~blake", "--zone", ZONE, "--secret-out", "blake-2.secret", *simulated()
     )
     assert rotated.returncode == 0, rotated.describe()
     assert [line.split(": ")[1] for line in rotated.stderr_lines] == ["WARNING"]
