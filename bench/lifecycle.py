@@ -25,6 +25,11 @@ ZONE = "bench.example"
 DEFINITION = f"zones/{ZONE}.yaml"
 
 
+def at(now: int) -> tuple[str, str, str]:
+    """``--now NOW`` for a command that writes: the bench runs at a simulated time."""
+    return ("--now", str(now), "--allow-simulated-time")
+
+
 def cli(root: Path, *args: str) -> tuple[float, str]:
     """Run the CLI once; returns (wall seconds, stdout). Exits on failure."""
     command = [sys.executable, "-m", "alter_publish", *args]
@@ -54,33 +59,25 @@ def main() -> None:
         root.mkdir(parents=True, exist_ok=True)
         write_zone(root, options.handles)
         now = NOW
-        cold, _ = cli(root, "sign", "--create-keys", "--now", str(now), DEFINITION)
+        cold, _ = cli(root, "sign", "--create-keys", *at(now), DEFINITION)
         print(f"{options.handles} handles; cold sign {cold:.2f} s (not part of the figures)")
         rows: list[tuple[str, float]] = []
         now += 60
         rows.append(("keys status --json", cli(root, "keys", "status", "--json", DEFINITION)[0]))
-        rows.append(
-            ("rotate ~user3", cli(root, "rotate", "~user3", "--zone", ZONE, "--now", str(now))[0])
-        )
-        rows.append(("sign (publish epoch 2)", cli(root, "sign", "--now", str(now), DEFINITION)[0]))
+        rows.append(("rotate ~user3", cli(root, "rotate", "~user3", "--zone", ZONE, *at(now))[0]))
+        rows.append(("sign (publish epoch 2)", cli(root, "sign", *at(now), DEFINITION)[0]))
         now += 60
-        revoke = ("revoke", "~user3", "--zone", ZONE, "--epoch", "1", "--now", str(now))
+        revoke = ("revoke", "~user3", "--zone", ZONE, "--epoch", "1", *at(now))
         rows.append(("revoke ~user3 --epoch 1", cli(root, *revoke)[0]))
-        rows.append(
-            ("sign (publish revocation)", cli(root, "sign", "--now", str(now), DEFINITION)[0])
-        )
+        rows.append(("sign (publish revocation)", cli(root, "sign", *at(now), DEFINITION)[0]))
         now += 60
-        rollover = ("dnssec", "rollover", ZONE, "zsk", "--now", str(now))
+        rollover = ("dnssec", "rollover", ZONE, "zsk", *at(now))
         rows.append(("dnssec rollover zsk", cli(root, *rollover)[0]))
-        rows.append(
-            ("sign (ZSK pre-published)", cli(root, "sign", "--now", str(now), DEFINITION)[0])
-        )
+        rows.append(("sign (ZSK pre-published)", cli(root, "sign", *at(now), DEFINITION)[0]))
         for label in ("activate", "remove old"):
             now = not_before(root, now)
-            rows.append(
-                (f"dnssec step ({label})", cli(root, "dnssec", "step", ZONE, "--now", str(now))[0])
-            )
-            rows.append((f"sign ({label})", cli(root, "sign", "--now", str(now), DEFINITION)[0]))
+            rows.append((f"dnssec step ({label})", cli(root, "dnssec", "step", ZONE, *at(now))[0]))
+            rows.append((f"sign ({label})", cli(root, "sign", *at(now), DEFINITION)[0]))
         for label, seconds in rows:
             print(f"{label:28} {seconds:6.2f} s")
 

@@ -50,6 +50,8 @@ ENVELOPES_FILE = f"build/{ZONE}.envelopes.json"
 NOW = 1_767_225_600
 CHANGE_NOW = NOW + 60
 ROTATE_NOW = NOW + 120
+#: Every command that writes runs at a simulated time (NOW is in the past).
+SIMULATED_TIME = "--allow-simulated-time"
 TIERS = ("user{n}", "svc{n}.bot", "cc-agent-{n}")
 CHANGED_HANDLE = "~user3"
 ROTATED_HANDLE = "~user6"
@@ -981,9 +983,9 @@ class Options:
 
 
 def sign_args(options: Options, now: int, *extra: str) -> list[str]:
-    """``sign --json --now NOW [--jobs N] EXTRA``."""
+    """``sign --json --now NOW --allow-simulated-time [--jobs N] EXTRA``."""
     jobs = ["--jobs", str(options.jobs)] if options.jobs is not None else []
-    return ["sign", "--json", "--now", str(now), *jobs, *extra]
+    return ["sign", "--json", "--now", str(now), SIMULATED_TIME, *jobs, *extra]
 
 
 def run_size(
@@ -1037,12 +1039,23 @@ def run_size(
     detail = f"{what}; changed: {', '.join(changes) or 'none'}; {sign_detail(zone_report(changed))}"
     result.add_run("one handle changed", changed, detail)
 
-    rotate = cli(root, "rotate", ROTATED_HANDLE, "--zone", ZONE, "--now", str(ROTATE_NOW))
+    rotate = cli(
+        root, "rotate", ROTATED_HANDLE, "--zone", ZONE, "--now", str(ROTATE_NOW), SIMULATED_TIME
+    )
     result.add_run(f"rotate {ROTATED_HANDLE} (not a target)", rotate, "")
     before = snapshot(root)
     published = cli(root, *sign_args(options, ROTATE_NOW), sample=False)
     changes = rewritten(before, snapshot(root))
-    cli(root, "rotate", TWIN_ROTATED_HANDLE, "--zone", ZONE, "--now", str(ROTATE_NOW))
+    cli(
+        root,
+        "rotate",
+        TWIN_ROTATED_HANDLE,
+        "--zone",
+        ZONE,
+        "--now",
+        str(ROTATE_NOW),
+        SIMULATED_TIME,
+    )
     twin_now = ROTATE_NOW + TWIN_DELAY_SECONDS
     published = published.memory_of(cli(root, *sign_args(options, twin_now)))
     result.rotated = published.wall_seconds

@@ -47,7 +47,8 @@ def write_zone(root: Path, handles: int) -> Path:
 
 def run(root: Path, *args: str) -> tuple[float, float, dict[str, object]]:
     """Run the CLI once; returns (wall seconds, peak RSS MiB, JSON report)."""
-    command = [sys.executable, "-m", "alter_publish", "sign", "--json", "--now", str(NOW), *args]
+    simulated = ("--now", str(NOW), "--allow-simulated-time")  # NOW is in the past
+    command = [sys.executable, "-m", "alter_publish", "sign", "--json", *simulated, *args]
     before = resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss
     start = time.perf_counter()
     done = subprocess.run(command, cwd=root, capture_output=True, text=True, check=False)

@@ -22,8 +22,9 @@ import typer
 from alter_publish import export, keyops, pipeline
 from alter_publish import push as publishing
 from alter_publish.cliprogress import progress_for
+from alter_publish.clock import SIMULATED_TIME_FLAG, check_now
 from alter_publish.dnssec import ds_records
-from alter_publish.envelope import Envelope, b64url, verify_record
+from alter_publish.envelope import CLOCK_SKEW_SECONDS, Envelope, b64url, verify_record
 from alter_publish.errors import (
     EXIT_DRIFT,
     EXIT_INTERNAL,
@@ -49,6 +50,7 @@ from alter_publish.server import ZoneServer
 from alter_publish.validation import DNSSECStatus, read_trust_anchors
 from alter_publish.version import __version__
 from alter_publish.wirezone import UnsupportedZoneError, WireZone
+from alter_publish.workspace import find_definition_if_any, git_exposure, workspace_for
 
 #: ``-h`` as well as ``--help``, on every command.
 HELP_SETTINGS: Final = {"help_option_names": ["-h", "--help"]}
@@ -67,9 +69,23 @@ NowOption = Annotated[
     int | None,
     typer.Option("--now", help="Unix time to act at (default: the system clock).", min=0),
 ]
+SimulatedTimeOption = Annotated[
+    bool,
+    typer.Option(
+        SIMULATED_TIME_FLAG,
+        help=f"Write at a --now more than {CLOCK_SKEW_SECONDS}s from the system clock, or with "
+        "a clock before this release (tests, rehearsals): outputs may not be valid now.",
+    ),
+]
 JsonOption = Annotated[bool, typer.Option("--json", help="Print one JSON document on stdout.")]
-OutOption = Annotated[Path, typer.Option("--out", help="Output directory.")]
-KeysOption = Annotated[Path, typer.Option("--keys", help="Key store directory.")]
+OutOption = Annotated[
+    Path | None,
+    typer.Option("--out", help="Output directory (default: build/ of the zone's workspace)."),
+]
+KeysOption = Annotated[
+    Path | None,
+    typer.Option("--keys", help="Key store directory (default: keys/ of the zone's workspace)."),
+]
 TrustAnchorOption = Annotated[
     Path | None,
     typer.Option(
@@ -77,14 +93,38 @@ TrustAnchorOption = Annotated[
         help="File of DS or DNSKEY records to validate DNSSEC to (e.g. build/<zone>.ds).",
     ),
 ]
+ZonesDirOption = Annotated[
+    Path | None,
+    typer.Option(
+        "--zones",
+        help="Where zone definitions live (default: zones/ here or in the nearest parent "
+        "directory that has the zone's definition).",
+    ),
+]
+ZoneNameOption = Annotated[
+    str,
+    typer.Option(
+        "--zone",
+        help="The zone: a name (example.com, found as zones/<name>.yaml) or its definition file.",
+    ),
+]
 ZonesArgument = Annotated[
     list[Path] | None,
-    typer.Argument(help="Zone definitions (default: zones/*.yaml).", show_default=False),
+    typer.Argument(
+        help="Zone definitions or zone names (default: zones/*.yaml, here or in the nearest "
+        "parent directory having any).",
+        show_default=False,
+    ),
 ]
 
 
 def _now(value: int | None) -> int:
     return int(time.time()) if value is None else value
+
+
+def _write_now(value: int | None, allow_simulated: bool) -> int:
+    """The time a command that writes acts at; refuses one the clock does not vouch for."""
+    return check_now(value, int(time.time()), allow_simulated=allow_simulated)
 
 
 def _keystore(root: Path) -> KeyStore:
@@ -144,8 +184,9 @@ def _print_envelope(fields: dict[str, Any]) -> None:
 @app.command()
 def sign(
     zones: ZonesArgument = None,
-    out: OutOption = Path("build"),
+    out: OutOption = None,
     now: NowOption = None,
+    allow_simulated_time: SimulatedTimeOption = False,
     create_keys: Annotated[
         bool,
         typer.Option(
@@ -157,9 +198,14 @@ def sign(
         bool, typer.Option("--no-verify", help="Skip the loopback proof (outputs are unproven).")
     ] = False,
     templates: Annotated[
-        Path | None, typer.Option("--templates", help="Directory with zone.j2 (default: built-in).")
+        Path | None,
+        typer.Option(
+            "--templates",
+            help="Directory with zone.j2 (default: templates/ of the zone's workspace when it "
+            "exists, else the built-in ones).",
+        ),
     ] = None,
-    keys: KeysOption = Path("keys"),
+    keys: KeysOption = None,
     check: Annotated[
         bool,
         typer.Option(
@@ -186,17 +232,19 @@ def sign(
     as_json: JsonOption = False,
 ) -> None:
     """Sign every handle, DNSSEC-sign the zone, prove it on loopback, then write the outputs."""
+    moment = _now(now) if check else _write_now(now, allow_simulated_time)
     if no_verify:
         _warn("--no-verify: outputs are written WITHOUT the loopback proof")
     zone_files = pipeline.find_zone_files(zones or [])
+    where = workspace_for(zone_files)
     with progress_for(as_json=as_json) as progress:
         report = pipeline.sign(
             zone_files,
-            out=out,
-            keys=_keystore(keys),
-            now=_now(now),
+            out=where.out(out),
+            keys=_keystore(where.keys(keys)),
+            now=moment,
             create_keys=create_keys,
-            templates=templates,
+            templates=where.templates(templates),
             verify=not no_verify,
             check=check,
             jobs=jobs or default_jobs(),
@@ -259,7 +307,7 @@ def _print_changes(zone: pipeline.ZoneResult) -> None:
 @app.command()
 def verify(
     zones: ZonesArgument = None,
-    out: OutOption = Path("build"),
+    out: OutOption = None,
     now: NowOption = None,
     trust_anchor: TrustAnchorOption = None,
     server: Annotated[
@@ -284,9 +332,10 @@ def verify(
         raise UsageError("--allow-insecure is for --server (the loopback proof validates)")
     if allow_insecure:
         _warn("--allow-insecure: accepting answers without DNSSEC validation")
+    zone_files = pipeline.find_zone_files(zones or [])
     report = pipeline.verify(
-        pipeline.find_zone_files(zones or []),
-        out=out,
+        zone_files,
+        out=workspace_for(zone_files).out(out),
         now=_now(now),
         trust_anchors=trust_anchor,
         server=_parse_hostport(server) if server else None,
@@ -355,16 +404,17 @@ def resolve(
             "rollback, key-mismatch and continuity (psig) checks.",
         ),
     ] = None,
+    allow_simulated_time: SimulatedTimeOption = False,
     as_json: JsonOption = False,
 ) -> None:
     """Resolve and verify a handle against any name server (spec section 7)."""
     target = parse_reference(reference)
+    moment = _write_now(now, allow_simulated_time) if pin_store else _now(now)
     if allow_insecure:
         _warn("--allow-insecure: accepting answers without DNSSEC validation")
     anchors = read_trust_anchors(trust_anchor) if trust_anchor else ()
     address = _parse_hostport(server)
     pins = PinStore.read(pin_store) if pin_store else None
-    moment = _now(now)
     pinned = pins.pinned(target.handle.owner(substrate)) if pins else None
     result = resolve_handle(
         target,
@@ -518,19 +568,21 @@ def _origin_of(path: Path) -> str:
 @app.command()
 def keygen(
     handle: Annotated[str, typer.Argument(help="The handle, e.g. ~blake.")],
-    zone: Annotated[str, typer.Option("--zone", help="The zone that publishes it.")],
+    zone: ZoneNameOption,
     secret_out: Annotated[
         Path | None,
         typer.Option("--secret-out", help="Write the revocation secret here (keep offline)."),
     ] = None,
-    keys: KeysOption = Path("keys"),
+    keys: KeysOption = None,
+    zones_dir: ZonesDirOption = None,
     as_json: JsonOption = False,
 ) -> None:
     """Create a handle's first key (epoch 1) and its revocation secret."""
-    key = pipeline.keygen(
-        parse_handle(handle), zone=zone, keys=_keystore(keys), secret_out=secret_out
-    )
-    key_path, secret_path = _keystore(keys).paths(normalize_domain(zone), key.handle, key.epoch)
+    spec = load_zone(keyops.zone_definition(zone, zones_dir))
+    store = _keystore(workspace_for([spec.path]).keys(keys))
+    key = pipeline.keygen(parse_handle(handle), spec=spec, keys=store, secret_out=secret_out)
+    _warn_exposed(secret_out)
+    key_path, secret_path = store.paths(spec.origin, key.handle, key.epoch)
     secret_path = secret_out or secret_path
     fields = {
         "handle": key.handle.ref,
@@ -547,6 +599,13 @@ def keygen(
         typer.echo(f"{key.handle.ref}: revocation secret in {secret_path}; keep a copy offline")
 
 
+def _warn_exposed(secret: Path | None) -> None:
+    """One WARNING line when a revocation secret landed where git would commit it."""
+    exposure = git_exposure(secret) if secret is not None else None
+    if exposure is not None:
+        _warn(f"WARNING: {exposure}")
+
+
 @app.command()
 def init(
     directory: Annotated[Path, typer.Argument(help="Workspace directory.")] = Path(),
@@ -555,7 +614,7 @@ def init(
     """Scaffold a workspace: zones/<zone>.yaml, templates/, keys/ with its .gitignore."""
     for path in pipeline.init_workspace(directory, zone):
         typer.echo(f"created {path}")
-    definition = directory / "zones" / f"{normalize_domain(zone)}.yaml"
+    definition = (directory / "zones" / f"{normalize_domain(zone)}.yaml").resolve()
     typer.echo(f"next: alter-publish sign {definition} --create-keys")
 
 
@@ -587,43 +646,53 @@ def _print_zone_keys(
         typer.echo(f"{zone}: DS for the parent zone: {line}")
 
 
+DnssecZoneArgument = Annotated[
+    str,
+    typer.Argument(
+        help="The zone: a name (example.com) or its definition file; the key store is that "
+        "of the definition's workspace (here when there is no definition)."
+    ),
+]
+
+
+def _zone_and_keys(zone: str, keys: Path | None) -> tuple[str, Path]:
+    """The zone's name and key store, from its definition when it has one."""
+    definition = find_definition_if_any(zone)
+    origin = pipeline.zone_origin(zone) if definition is None else load_zone(definition).origin
+    return origin, workspace_for([definition] if definition else []).keys(keys)
+
+
 @dnssec_app.command("keygen")
 def dnssec_keygen(
-    zone: Annotated[str, typer.Argument(help="The zone, e.g. example.com.")],
+    zone: DnssecZoneArgument,
     now: NowOption = None,
+    allow_simulated_time: SimulatedTimeOption = False,
     ttl: Annotated[int, typer.Option("--ttl", help="TTL printed on the DS.", min=0)] = 3600,
-    keys: KeysOption = Path("keys"),
+    keys: KeysOption = None,
     as_json: JsonOption = False,
 ) -> None:
     """Create a zone's KSK and ZSK (Ed25519) and print the DS to give the registrar."""
-    origin = pipeline.zone_origin(zone)
-    created = pipeline.dnssec_keygen(origin, keys=_keystore(keys), now=_now(now))
+    moment = _write_now(now, allow_simulated_time)
+    origin, store = _zone_and_keys(zone, keys)
+    created = pipeline.dnssec_keygen(origin, keys=_keystore(store), now=moment)
     _print_zone_keys(origin, created, ttl, as_json)
 
 
 @dnssec_app.command("ds")
 def dnssec_ds(
-    zone: Annotated[str, typer.Argument(help="The zone, e.g. example.com.")],
+    zone: DnssecZoneArgument,
     ttl: Annotated[int, typer.Option("--ttl", help="TTL printed on the DS.", min=0)] = 3600,
-    keys: KeysOption = Path("keys"),
+    keys: KeysOption = None,
     as_json: JsonOption = False,
 ) -> None:
     """Print the zone's DNSSEC keys in use and the DS records the parent zone should hold."""
-    origin = pipeline.zone_origin(zone)
-    found = _keystore(keys).zone_key_entries(origin)
+    origin, store = _zone_and_keys(zone, keys)
+    found = _keystore(store).zone_key_entries(origin)
     if not found:
         raise KeyStoreError(
             f"no DNSSEC keys; run 'alter-publish dnssec keygen {origin}'", where=origin
         )
     _print_zone_keys(origin, found, ttl, as_json)
-
-
-ZonesDirOption = Annotated[
-    Path, typer.Option("--zones", help="Where zone definitions live (zones/<zone>.yaml).")
-]
-ZoneNameOption = Annotated[
-    str, typer.Option("--zone", help="The zone: a name (zones/<zone>.yaml) or a definition file.")
-]
 
 
 def _ago(when: int | None, now: int) -> str:
@@ -663,13 +732,15 @@ def rotate(
         typer.Option("--secret-file", help="The current epoch's revocation secret (offline copy)."),
     ] = None,
     now: NowOption = None,
-    keys: KeysOption = Path("keys"),
-    zones_dir: ZonesDirOption = Path("zones"),
+    allow_simulated_time: SimulatedTimeOption = False,
+    keys: KeysOption = None,
+    zones_dir: ZonesDirOption = None,
     as_json: JsonOption = False,
 ) -> None:
     """Make a handle's next key epoch; the next sign publishes it (psig by the old key)."""
     if compromised and lost:
         raise UsageError("give at most one of --compromised and --lost")
+    moment = _write_now(now, allow_simulated_time)
     mode = (
         RotationMode.COMPROMISED
         if compromised
@@ -677,16 +748,17 @@ def rotate(
         if lost
         else RotationMode.SCHEDULED
     )
+    definition = keyops.zone_definition(zone, zones_dir)
     result = keyops.rotate_handle(
-        zone,
+        str(definition),
         handle,
-        keys=_keystore(keys),
-        now=_now(now),
+        keys=_keystore(workspace_for([definition]).keys(keys)),
+        now=moment,
         mode=mode,
         secret_out=secret_out,
         secret_file=secret_file,
-        zones_dir=zones_dir,
     )
+    _warn_exposed(secret_out)
     if as_json:
         _emit_json(result.to_mapping())
         return
@@ -700,7 +772,7 @@ def rotate(
     )
     typer.echo(f"{ref}: epoch {result.key.epoch} key {result.key.key_id} created; {continuity}")
     typer.echo(f"{ref}: revocation secret in {result.secret_file}; keep a copy offline")
-    typer.echo(f"next: alter-publish sign {keyops.zone_definition(zone, zones_dir)}")
+    typer.echo(f"next: alter-publish sign {definition}")
 
 
 @app.command()
@@ -720,26 +792,28 @@ def revoke(
         typer.Option("--secret-file", help="That epoch's revocation secret (offline copy)."),
     ] = None,
     now: NowOption = None,
-    keys: KeysOption = Path("keys"),
-    zones_dir: ZonesDirOption = Path("zones"),
+    allow_simulated_time: SimulatedTimeOption = False,
+    keys: KeysOption = None,
+    zones_dir: ZonesDirOption = None,
     as_json: JsonOption = False,
 ) -> None:
     """Queue the revocation of a past epoch; it needs only that epoch's revocation secret."""
+    moment = _write_now(now, allow_simulated_time)
+    definition = keyops.zone_definition(zone, zones_dir)
     ref, revoked, new = keyops.revoke_handle(
-        zone,
+        str(definition),
         handle,
-        keys=_keystore(keys),
-        now=_now(now),
+        keys=_keystore(workspace_for([definition]).keys(keys)),
+        now=moment,
         epoch=epoch,
         secret_file=secret_file,
-        zones_dir=zones_dir,
     )
     if as_json:
         _emit_json({"handle": ref, "epoch": revoked, "queued": new})
         return
     said = "queued" if new else "was already queued or published"
     typer.echo(f"{ref}: revocation of epoch {revoked} {said}")
-    typer.echo(f"next: alter-publish sign {keyops.zone_definition(zone, zones_dir)}")
+    typer.echo(f"next: alter-publish sign {definition}")
 
 
 ServerOption = Annotated[
@@ -750,7 +824,7 @@ TsigKeyOption = Annotated[
     typer.Option("--tsig-key", help="TSIG key file in BIND format (as tsig-keygen writes it)."),
 ]
 ZoneArgument = Annotated[
-    str, typer.Argument(help="The zone: a definition file, or a zone name in zones/.")
+    str, typer.Argument(help="The zone: a name (example.com) or its definition file.")
 ]
 PublishTimeoutOption = Annotated[
     float,
@@ -781,8 +855,8 @@ def plan(
     zone: ZoneArgument,
     server: ServerOption,
     tsig_key: TsigKeyOption = None,
-    out: OutOption = Path("build"),
-    zones_dir: ZonesDirOption = Path("zones"),
+    out: OutOption = None,
+    zones_dir: ZonesDirOption = None,
     timeout: PublishTimeoutOption = publishing.DEFAULT_TIMEOUT_SECONDS,
     as_json: JsonOption = False,
 ) -> None:
@@ -790,6 +864,7 @@ def plan(
     spec = load_zone(keyops.zone_definition(zone, zones_dir))
     tsig = publishing.read_tsig_key(tsig_key) if tsig_key else None
     address = _parse_hostport(server)
+    out = workspace_for([spec.path]).out(out)
     result = publishing.plan(spec, out=out, server=address, tsig=tsig, timeout=timeout)
     if as_json:
         _emit_json(result.to_mapping())
@@ -806,7 +881,7 @@ def push(
     tsig_key: Annotated[
         Path, typer.Option("--tsig-key", help="TSIG key file in BIND format (tsig-keygen).")
     ],
-    out: OutOption = Path("build"),
+    out: OutOption = None,
     trust_anchor: TrustAnchorOption = None,
     allow_insecure: Annotated[
         bool,
@@ -828,11 +903,13 @@ def push(
         ),
     ] = publishing.DEFAULT_MAX_DELETE_SHARE,
     now: NowOption = None,
-    zones_dir: ZonesDirOption = Path("zones"),
+    allow_simulated_time: SimulatedTimeOption = False,
+    zones_dir: ZonesDirOption = None,
     timeout: PublishTimeoutOption = publishing.DEFAULT_TIMEOUT_SECONDS,
     as_json: JsonOption = False,
 ) -> None:
     """Apply the plan by RFC 2136 dynamic update with TSIG, then prove the server's answers."""
+    moment = _write_now(now, allow_simulated_time)
     if allow_insecure:
         _warn("--allow-insecure: the proof accepts answers without DNSSEC validation")
     definition = keyops.zone_definition(zone, zones_dir)
@@ -840,10 +917,10 @@ def push(
     address = _parse_hostport(server)
     outcome = publishing.push(
         definition,
-        out=out,
+        out=workspace_for([definition]).out(out),
         server=address,
         tsig=tsig,
-        now=_now(now),
+        now=moment,
         trust_anchors=trust_anchor,
         allow_insecure=allow_insecure,
         max_delete=max_delete,
@@ -878,12 +955,12 @@ def export_command(
             "--format", help="bind-include ($INCLUDE file), octodns (YAML), or well-known (JSON)."
         ),
     ],
-    out: OutOption = Path("build"),
+    out: OutOption = None,
     output: Annotated[
         Path | None,
         typer.Option("--output", help="Write here ('-' for stdout) instead of the default path."),
     ] = None,
-    zones_dir: ZonesDirOption = Path("zones"),
+    zones_dir: ZonesDirOption = None,
     as_json: JsonOption = False,
 ) -> None:
     """Export the signed alter1 records for other publishers: BIND, octoDNS or HTTPS."""
@@ -893,6 +970,7 @@ def export_command(
         known = ", ".join(str(f) for f in export.ExportFormat)
         raise UsageError(f"--format {fmt!r} is not one of {known}") from exc
     spec = load_zone(keyops.zone_definition(zone, zones_dir))
+    out = workspace_for([spec.path]).out(out)
     if output == Path("-"):
         typer.echo(export.render_export(export.load_export(spec, out), spec, kind), nl=False)
         return
@@ -917,13 +995,14 @@ app.add_typer(keys_app)
 def keys_status(
     zones: ZonesArgument = None,
     now: NowOption = None,
-    keys: KeysOption = Path("keys"),
+    keys: KeysOption = None,
     as_json: JsonOption = False,
 ) -> None:
     """Per handle: epochs, key ids, states, expiry, next action; per zone: DNSSEC keys."""
     moment = _now(now)
+    zone_files = pipeline.find_zone_files(zones or [])
     report = keyops.keys_status(
-        pipeline.find_zone_files(zones or []), keys=_keystore(keys), now=moment
+        zone_files, keys=_keystore(workspace_for(zone_files).keys(keys)), now=moment
     )
     if as_json:
         _emit_json({"now": moment, "zones": [zone.to_mapping(moment) for zone in report]})
@@ -971,13 +1050,15 @@ def _print_next_step(
 def dnssec_status(
     zone: Annotated[str, typer.Argument(help="The zone: a name or a definition file.")],
     now: NowOption = None,
-    keys: KeysOption = Path("keys"),
-    zones_dir: ZonesDirOption = Path("zones"),
+    keys: KeysOption = None,
+    zones_dir: ZonesDirOption = None,
     as_json: JsonOption = False,
 ) -> None:
     """Show the zone's DNSSEC keys, their states, and the running rollover's next step."""
     moment = _now(now)
-    status = keyops.dnssec_status(zone, keys=_keystore(keys), zones_dir=zones_dir)
+    definition = keyops.zone_definition(zone, zones_dir)
+    store = _keystore(workspace_for([definition]).keys(keys))
+    status = keyops.dnssec_status(str(definition), keys=store)
     if as_json:
         _emit_json(status.to_mapping(moment))
         return
@@ -1008,8 +1089,9 @@ def dnssec_rollover(
         str, typer.Argument(help="zsk (pre-publication) or ksk (double-DS).", show_default=False)
     ],
     now: NowOption = None,
-    keys: KeysOption = Path("keys"),
-    zones_dir: ZonesDirOption = Path("zones"),
+    allow_simulated_time: SimulatedTimeOption = False,
+    keys: KeysOption = None,
+    zones_dir: ZonesDirOption = None,
     as_json: JsonOption = False,
 ) -> None:
     """Start a ZSK or KSK rollover (RFC 7583); 'dnssec step' takes it on."""
@@ -1017,10 +1099,10 @@ def dnssec_rollover(
         key_role = ZoneKeyRole(role.lower())
     except ValueError as exc:
         raise UsageError(f"role {role!r} is not zsk or ksk") from exc
-    moment = _now(now)
-    result = keyops.dnssec_rollover(
-        zone, key_role, keys=_keystore(keys), now=moment, zones_dir=zones_dir
-    )
+    moment = _write_now(now, allow_simulated_time)
+    definition = keyops.zone_definition(zone, zones_dir)
+    store = _keystore(workspace_for([definition]).keys(keys))
+    result = keyops.dnssec_rollover(str(definition), key_role, keys=store, now=moment)
     _print_step(result, moment, as_json)
 
 
@@ -1035,15 +1117,16 @@ def dnssec_step(
         ),
     ] = False,
     now: NowOption = None,
-    keys: KeysOption = Path("keys"),
-    zones_dir: ZonesDirOption = Path("zones"),
+    allow_simulated_time: SimulatedTimeOption = False,
+    keys: KeysOption = None,
+    zones_dir: ZonesDirOption = None,
     as_json: JsonOption = False,
 ) -> None:
     """Take the running rollover's next step, once RFC 7583's wait is over."""
-    moment = _now(now)
-    result = keyops.dnssec_step(
-        zone, keys=_keystore(keys), now=moment, ds_published=ds_published, zones_dir=zones_dir
-    )
+    moment = _write_now(now, allow_simulated_time)
+    definition = keyops.zone_definition(zone, zones_dir)
+    store = _keystore(workspace_for([definition]).keys(keys))
+    result = keyops.dnssec_step(str(definition), keys=store, now=moment, ds_published=ds_published)
     _print_step(result, moment, as_json)
 
 

@@ -1,10 +1,10 @@
 """The key lifecycle commands: rotate, revoke, keys status, dnssec status|rollover|step.
 
 Each call works on a zone definition (a path, or a zone name looked up as
-``zones/<zone>.yaml``), changes only the key store and the public revocations
-file, and leaves publishing to ``sign``. DNSSEC rollover waits are counted from
-when ``sign`` first published the current key states (``zones/<zone>.state.json``),
-so a step taken but not yet signed never shortens a wait.
+``zones/<zone>.yaml`` here or in the nearest parent directory), changes only the
+key store and the public revocations file, and leaves publishing to ``sign``.
+DNSSEC rollover waits are counted from when ``sign`` first published the current
+key states (``zones/<zone>.state.json``), so a step taken but not yet signed never shortens a wait.
 """
 
 from __future__ import annotations
@@ -28,10 +28,11 @@ from alter_publish.lifecycle import (
     zone_handle_status,
 )
 from alter_publish.model import ZoneSpec, load_zone
-from alter_publish.pipeline import SerialState, key_states, state_path_for, zone_origin
+from alter_publish.pipeline import SerialState, key_states, state_path_for
 from alter_publish.rollover import NextStep, RolloverError, RolloverTiming, StepResult, next_step
 from alter_publish.rollover import begin as begin_rollover
 from alter_publish.rollover import step as step_rollover
+from alter_publish.workspace import find_definition
 
 __all__ = [
     "KeysStatus",
@@ -48,24 +49,15 @@ __all__ = [
 ]
 
 
-def zone_definition(zone: str, zones_dir: Path = Path("zones")) -> Path:
-    """A zone definition file: ``zone`` itself if it is one, else ``<zones_dir>/<zone>.yaml``.
+def zone_definition(zone: str, zones_dir: Path | None = None) -> Path:
+    """A zone definition file: ``zone`` itself if it is one, else ``zones/<zone>.yaml``
+    in ``zones_dir``, or by default in the current directory or the nearest parent
+    (:func:`alter_publish.workspace.find_definition`).
 
     Raises:
         UsageError: neither exists.
     """
-    given = Path(zone)
-    try:
-        if given.suffix in (".yaml", ".yml") or given.is_file():
-            if not given.is_file():
-                raise UsageError("no such zone definition", where=zone)
-            return given
-        path = zones_dir / f"{zone_origin(zone)}.yaml"
-        if not path.is_file():
-            raise UsageError(f"no zone definition {path}; pass the definition file", where=zone)
-    except OSError as exc:
-        raise UsageError(f"not a zone definition ({exc.strerror})", where=zone[:80]) from exc
-    return path
+    return find_definition(zone, zones_dir)
 
 
 def rotate_handle(
@@ -77,7 +69,7 @@ def rotate_handle(
     mode: RotationMode = RotationMode.SCHEDULED,
     secret_out: Path | None = None,
     secret_file: Path | None = None,
-    zones_dir: Path = Path("zones"),
+    zones_dir: Path | None = None,
 ) -> RotateResult:
     """Make a handle's next epoch (see :func:`alter_publish.lifecycle.rotate`).
 
@@ -100,7 +92,7 @@ def revoke_handle(
     now: int,
     epoch: int | None = None,
     secret_file: Path | None = None,
-    zones_dir: Path = Path("zones"),
+    zones_dir: Path | None = None,
 ) -> tuple[str, int, bool]:
     """Queue the revocation of a past epoch (see :func:`alter_publish.lifecycle.revoke`).
 
@@ -175,7 +167,7 @@ def _zone_keys_context(
     return every, timing, published, signed
 
 
-def dnssec_status(zone: str, *, keys: KeyStore, zones_dir: Path = Path("zones")) -> ZoneKeysStatus:
+def dnssec_status(zone: str, *, keys: KeyStore, zones_dir: Path | None = None) -> ZoneKeysStatus:
     """Where a zone's DNSSEC keys stand and what the running rollover does next.
 
     Raises:
@@ -207,7 +199,7 @@ def dnssec_rollover(
     *,
     keys: KeyStore,
     now: int,
-    zones_dir: Path = Path("zones"),
+    zones_dir: Path | None = None,
 ) -> StepResult:
     """Start a ZSK (pre-publication) or KSK (double-DS) rollover.
 
@@ -228,7 +220,7 @@ def dnssec_step(
     keys: KeyStore,
     now: int,
     ds_published: bool = False,
-    zones_dir: Path = Path("zones"),
+    zones_dir: Path | None = None,
 ) -> StepResult:
     """Take the running rollover's next step once its wait is over.
 

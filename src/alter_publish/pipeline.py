@@ -25,6 +25,8 @@ from typing import Any
 import dns.zone
 from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PrivateKey
 
+from alter_publish import workspace
+from alter_publish.clock import serial_warning
 from alter_publish.dnssec import (
     SignatureWindow,
     SignedZone,
@@ -66,7 +68,7 @@ from alter_publish.fingerprint import (
     inputs_for,
     remembering_digests,
 )
-from alter_publish.handles import Handle, normalize_domain, parse_handle
+from alter_publish.handles import Handle
 from alter_publish.identitylog import (
     IdentityLog,
     LogEntry,
@@ -142,6 +144,8 @@ from alter_publish.render import (
 )
 from alter_publish.validation import TrustAnchor, parse_trust_anchors, read_trust_anchors
 from alter_publish.version import __version__
+from alter_publish.workspace import OFFLINE_DIR, OFFLINE_GITIGNORE_TEXT
+from alter_publish.workspace import zone_origin as zone_origin  # re-exported
 
 SERIAL_MAX = 2**32 - 1
 _SOA_TYPE = 6
@@ -331,18 +335,14 @@ def ds_path(out: Path, zone: str) -> Path:
     return out / f"{zone}.ds"
 
 
-def find_zone_files(paths: Sequence[Path], zones_dir: Path = Path("zones")) -> tuple[Path, ...]:
-    """The zone definitions named, or every ``zones/*.yaml`` when none are.
+def find_zone_files(paths: Sequence[Path], zones_dir: Path | None = None) -> tuple[Path, ...]:
+    """The zone definitions named, or every ``zones/*.yaml`` of the nearest directory
+    upwards that has any (see :mod:`alter_publish.workspace`).
 
     Raises:
         UsageError: nothing to work on.
     """
-    if paths:
-        return tuple(paths)
-    found = tuple(sorted(zones_dir.glob("*.yaml")))
-    if not found:
-        raise UsageError(f"no zone definitions given and none found in {zones_dir}/*.yaml")
-    return found
+    return workspace.find_zone_files(paths, zones_dir)
 
 
 # --- state -------------------------------------------------------------------
@@ -611,15 +611,22 @@ _Loaded = tuple[int, bytes, bytes, bytes] | str
 
 
 def _load_key_span(span: tuple[int, int]) -> list[_Loaded]:
-    """Worker side: the current key of handles ``span`` (or the problem, one line)."""
-    keys, origin, handles, create = shared()
+    """Worker side: the current key of handles ``span`` (or the problem, one line).
+
+    A key is never created here for a handle whose owner name is in the log: the main
+    process decides (:func:`_current_material`), so no key contradicts the log.
+    """
+    keys, origin, handles, create, logged_owners = shared()
     loaded: list[_Loaded] = []
     zone_fd = keys.open_zone_dir(origin)
     try:
         for handle in handles[span[0] : span[1]]:
             try:
                 epoch, seed, commitment = keys.current_material(
-                    origin, handle, create=create, zone_fd=zone_fd
+                    origin,
+                    handle,
+                    create=create and handle.owner(origin) not in logged_owners,
+                    zone_fd=zone_fd,
                 )
             except KeyStoreError as exc:
                 loaded.append(str(exc))
@@ -629,6 +636,48 @@ def _load_key_span(span: tuple[int, int]) -> list[_Loaded]:
         if zone_fd is not None:
             os.close(zone_fd)
     return loaded
+
+
+def _current_material(
+    spec: ZoneSpec, handle_spec: HandleSpec, keys: KeyStore, index: LogIndex, *, create: bool
+) -> tuple[int, bytes, bytes]:
+    """A handle's current key material, created (with ``create``) only when the log never
+    published the handle: a new epoch-1 key would contradict the log for every verifier.
+
+    Raises:
+        KeyStoreError: no usable key; for a published handle the advice says where the
+            key store was looked for and how to recover, never ``--create-keys``.
+    """
+    handle = handle_spec.handle
+    try:
+        return keys.current_material(spec.origin, handle)
+    except KeyStoreError as exc:
+        if keys.epochs(spec.origin, handle):
+            raise  # a key is there but unusable: the store's own message says why
+        published = index.published_epoch(handle_spec.owner, handle)
+        if published:
+            raise KeyStoreError(
+                f"no key in {keys.handle_dir(spec.origin, handle)}, but "
+                f"{log_path_for(spec.path)} published epoch {published}: restore the key "
+                f"store (or give --keys where it is), or if the key is gone run 'alter-publish "
+                f"rotate {handle.ref} --zone {spec.path} --lost' (--create-keys would make a "
+                "key the log contradicts)",
+                where=handle.ref,
+            ) from exc
+        if not create:
+            raise
+    return keys.current_material(spec.origin, handle, create=True)
+
+
+def _retry_material(
+    spec: ZoneSpec, handle_spec: HandleSpec, keys: KeyStore, index: LogIndex, create: bool
+) -> _Loaded:
+    """A worker's key problem looked at again here, where the log is known."""
+    try:
+        epoch, seed, commitment = _current_material(spec, handle_spec, keys, index, create=create)
+    except KeyStoreError as exc:
+        return str(exc)
+    return epoch, SigningKey.from_seed(seed).public, commitment, seed
 
 
 def _sign_handle(
@@ -764,7 +813,9 @@ def plan_zone(
         # Workers load the keys span by span while this process runs the envelope chain
         # (each envelope's log= names the log after the one before: it cannot be parallel).
         spans = ranges(len(spec.handles), KEY_SPAN_HANDLES)
-        loading = (keys, spec.origin, tuple(h.handle for h in spec.handles), create_keys)
+        logged_owners = frozenset(entry.owner for entry in log.entries) if create_keys else ()
+        handles = tuple(h.handle for h in spec.handles)
+        loading = (keys, spec.origin, handles, create_keys, logged_owners)
         # Key files are small reads that wait on the disk when not cached: twice as many
         # loaders as CPUs keep both busy either way. The chain here is the critical path:
         # the loaders run at a lower priority and take what CPU it leaves.
@@ -775,6 +826,8 @@ def plan_zone(
                 spans, pool.map_chunks(_load_key_span, spans, progress=progress), strict=True
             ):
                 for handle_spec, material in zip(spec.handles[first:], loaded, strict=False):
+                    if isinstance(material, str):
+                        material = _retry_material(spec, handle_spec, keys, index, create_keys)
                     if isinstance(material, str):
                         problems.append(material)
                     if problems or isinstance(material, str):
@@ -1297,6 +1350,11 @@ def sign(
         *early_warnings,
         *(warning for patch in patches for warning in patch.spec.warnings()),
         *(warning for spec in specs for warning in spec.warnings()),
+        *(
+            warning
+            for zone in (*unchanged, *results)
+            if (warning := serial_warning(zone.zone, zone.serial, now))
+        ),
     )
     return SignReport(
         zones=(*unchanged, *results),
@@ -1761,8 +1819,8 @@ def _try_patch(
         new_entries: list[LogEntry] = []
         changes: list[Change] = []
         for handle_spec in handle_specs:
-            epoch, seed, commitment = keys.current_material(
-                spec.origin, handle_spec.handle, create=create_keys
+            epoch, seed, commitment = _current_material(
+                spec, handle_spec, keys, index, create=create_keys
             )
             public = SigningKey.from_seed(seed).public
             key = _Key(handle_spec.handle, epoch, public, commitment, seed)
@@ -2151,21 +2209,26 @@ def dnssec_keygen(zone: str, *, keys: KeyStore, now: int) -> tuple[ZoneKey, ...]
 
 
 def keygen(
-    handle: Handle, *, zone: str, keys: KeyStore, secret_out: Path | None = None
+    handle: Handle, *, spec: ZoneSpec, keys: KeyStore, secret_out: Path | None = None
 ) -> HandleKey:
-    """Create the first key (epoch 1) of a handle in ``zone``.
+    """Create the first key (epoch 1) of a handle that ``spec`` lists.
 
     With ``secret_out`` the revocation secret goes there (to be kept offline) and the
     store keeps only its commitment.
 
     Raises:
-        UsageError: the handle's record would lie outside the zone.
+        UsageError: the handle's record would lie outside the zone, or the definition
+            does not list the handle.
         KeyStoreError: the handle has a key already, or writing failed.
     """
-    origin = normalize_domain(zone)
+    origin = spec.origin
     owner = handle.owner(origin)
     if not (owner == f"_alter.{origin}." or owner.endswith(f".{origin}.")):
         raise UsageError(f"owner {owner} is outside zone {origin}", where=handle.ref)
+    if spec.find(handle.ref) is None:
+        raise UsageError(
+            f"{spec.path} does not list it; add it to the definition first", where=handle.ref
+        )
     epochs = keys.epochs(origin, handle)
     if epochs:
         raise KeyStoreError(
@@ -2179,7 +2242,8 @@ def keygen(
 
 ZONE_SCAFFOLD = """\
 # alter-publish zone definition (schema: docs/zones.md in alter-publish).
-# Sign, render and prove it with:  alter-publish sign zones/{zone}.yaml --create-keys
+# Sign, render and prove it (from any directory of the workspace) with:
+#   alter-publish sign {zone} --create-keys
 zone: {zone}
 ttl: 1h                       # default TTL (seconds, or 30m / 1h / 1d / 1w)
 
@@ -2215,24 +2279,9 @@ handles:
 """
 
 
-def zone_origin(zone: str) -> str:
-    """``zone`` as a normalized domain name like ``example.com``.
-
-    Raises:
-        UsageError: not a domain name with at least two labels.
-    """
-    origin = normalize_domain(zone)
-    try:
-        parse_handle("~" + origin)
-    except AlterError as exc:
-        raise UsageError(f"zone {zone!r} is not a domain name: {exc.what}") from exc
-    if "." not in origin:
-        raise UsageError(f"zone {zone!r} is not a domain name like example.com")
-    return origin
-
-
 def init_workspace(directory: Path, zone: str, keys_dir: Path | None = None) -> tuple[Path, ...]:
-    """Scaffold a zone owner's workspace: ``zones/<zone>.yaml``, ``templates/``, ``keys/``.
+    """Scaffold a zone owner's workspace: ``zones/<zone>.yaml``, ``templates/``, ``keys/``
+    and ``offline/`` (both git-ignored).
 
     Existing files are left alone; the zone definition must not exist yet.
 
@@ -2260,4 +2309,8 @@ def init_workspace(directory: Path, zone: str, keys_dir: Path | None = None) -> 
     if not gitignore.exists():
         store.ensure_gitignore()
         created.append(gitignore)
+    offline = directory / OFFLINE_DIR / ".gitignore"
+    if not offline.exists():
+        atomic_write_bytes(offline, OFFLINE_GITIGNORE_TEXT.encode())
+        created.append(offline)
     return tuple(created)

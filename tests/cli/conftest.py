@@ -7,7 +7,7 @@ from pathlib import Path
 
 import pytest
 
-from tests.cli.workspace import NOW, ZONE, Workspace
+from tests.cli.workspace import ZONE, Workspace, simulated
 
 SOURCE_DEFINITION = Path(__file__).resolve().parents[2] / "zones" / f"{ZONE}.yaml"
 
@@ -18,7 +18,7 @@ def signed_workspace(tmp_path_factory: pytest.TempPathFactory) -> Workspace:
     workspace = Workspace(tmp_path_factory.mktemp("signed") / "ws")
     (workspace.root / "zones").mkdir(parents=True)
     shutil.copyfile(SOURCE_DEFINITION, workspace.definition)
-    result = workspace.run("sign", "--create-keys", "--now", str(NOW))
+    result = workspace.run("sign", "--create-keys", *simulated())
     assert result.returncode == 0, result.describe()
     assert workspace.zone_file.is_file()
     assert workspace.envelopes_file.is_file()

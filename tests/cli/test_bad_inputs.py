@@ -41,11 +41,12 @@ from tests.cli.workspace import (
     Workspace,
     assert_one_error_line,
     assert_unchanged,
+    simulated,
 )
 
 PASSPHRASE = "correct horse battery staple"  # noqa: S105 (a test passphrase)
 DEFINITION_ARG = f"zones/{ZONE}.yaml"
-SIGN = ("sign", "--now", str(NOW), DEFINITION_ARG)
+SIGN = ("sign", *simulated(), DEFINITION_ARG)
 BLAKE_OWNER = f"_alter.blake.{ZONE}."
 
 
@@ -130,13 +131,13 @@ def _replace_definition(data: bytes) -> Setup:
 
 def _definition_is_directory(ws: Workspace) -> Command:
     (ws.root / "zones" / "dir.yaml").mkdir()
-    return Command(("sign", "--now", str(NOW), "zones/dir.yaml"), contains=("dir.yaml:1:1:",))
+    return Command(("sign", *simulated(), "zones/dir.yaml"), contains=("dir.yaml:1:1:",))
 
 
 def _definition_copied_to_other_name(ws: Workspace) -> Command:
     other = ws.root / "zones" / "example.org.yaml"
     other.write_bytes(ws.definition.read_bytes())
-    return Command(("sign", "--now", str(NOW), "zones/example.org.yaml"))
+    return Command(("sign", *simulated(), "zones/example.org.yaml"))
 
 
 def _definition_unreadable(ws: Workspace) -> Command:
@@ -240,7 +241,7 @@ YAML_CASES = [
     ),
     Case(
         "yaml-missing-file",
-        _fixed("sign", "--now", str(NOW), "zones/missing.com.yaml"),
+        _fixed("sign", *simulated(), "zones/missing.com.yaml"),
         EXIT_DEFINITION,
         ("missing.com.yaml:1:1:", "cannot read file"),
     ),

@@ -8,7 +8,14 @@ from collections.abc import Callable
 import pytest
 
 from alter_publish.errors import EXIT_DRIFT, EXIT_OK, EXIT_USAGE, EXIT_VERIFICATION
-from tests.cli.workspace import NOW, ZONE, Workspace, assert_one_error_line, assert_unchanged
+from tests.cli.workspace import (
+    NOW,
+    ZONE,
+    Workspace,
+    assert_one_error_line,
+    assert_unchanged,
+    simulated,
+)
 
 DEFINITION = f"zones/{ZONE}.yaml"
 
@@ -40,7 +47,7 @@ def test_a_change_is_drift_and_nothing_is_written(workspace: Workspace) -> None:
     assert f"build/{ZONE}.zone" in zone["written"]
     assert_unchanged(before, workspace.snapshot())
     # The real run then writes exactly that, and a second check is clean.
-    assert workspace.run("sign", "--now", str(NOW + 60), DEFINITION).returncode == EXIT_OK
+    assert workspace.run("sign", *simulated(NOW + 60), DEFINITION).returncode == EXIT_OK
     again = workspace.run("sign", "--check", "--now", str(NOW + 60), DEFINITION)
     assert again.returncode == EXIT_OK, again.describe()
 
@@ -112,15 +119,13 @@ Change = tuple[str | None, str]
             id="lifetime",
         ),
         pytest.param(
-            lambda ws: _run(ws, "rotate", "~drew", "--zone", ZONE, "--now", str(NOW)),
+            lambda ws: _run(ws, "rotate", "~drew", "--zone", ZONE, *simulated()),
             NOW,
             {("~drew", "key-rotated")},
             id="rotated",
         ),
         pytest.param(
-            lambda ws: _run(
-                ws, "rotate", "~drew", "--zone", ZONE, "--compromised", "--now", str(NOW)
-            ),
+            lambda ws: _run(ws, "rotate", "~drew", "--zone", ZONE, "--compromised", *simulated()),
             NOW,
             {("~drew", "key-rotated"), ("~drew", "epoch-revoked")},
             id="compromised",
@@ -151,7 +156,7 @@ Change = tuple[str | None, str]
             id="zone-settings",
         ),
         pytest.param(
-            lambda ws: _run(ws, "dnssec", "rollover", ZONE, "zsk", "--now", str(NOW)),
+            lambda ws: _run(ws, "dnssec", "rollover", ZONE, "zsk", *simulated()),
             NOW,
             {(None, "zone-keys-changed")},
             id="zsk-rollover",

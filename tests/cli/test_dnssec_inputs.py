@@ -28,10 +28,11 @@ from tests.cli.workspace import (
     Workspace,
     assert_one_error_line,
     assert_unchanged,
+    simulated,
 )
 
 DEFINITION_ARG = f"zones/{ZONE}.yaml"
-SIGN = ("sign", "--now", str(NOW), DEFINITION_ARG)
+SIGN = ("sign", *simulated(), DEFINITION_ARG)
 VERIFY = ("verify", "--now", str(NOW), DEFINITION_ARG)
 DS_FILE = f"build/{ZONE}.ds"
 WARNING_PREFIX = "alter-publish: WARNING: "
@@ -317,7 +318,7 @@ def test_lost_index_never_makes_new_keys_over_old_ones(workspace: Workspace) -> 
     (_zone_keys_dir(workspace) / "keys.json").unlink()
     before = workspace.snapshot()
 
-    result = workspace.run("sign", "--create-keys", "--now", str(NOW), DEFINITION_ARG)
+    result = workspace.run("sign", "--create-keys", *simulated(), DEFINITION_ARG)
 
     line = assert_one_error_line(result, EXIT_KEY)
     assert "restore keys.json" in line, result.describe()
@@ -341,7 +342,7 @@ def test_a_wildcard_in_a_template_is_refused_before_signing(workspace: Workspace
 def test_signatures_past_2106_are_refused(workspace: Workspace) -> None:
     before = workspace.snapshot()
 
-    result = workspace.run("sign", "--now", "4294000000", DEFINITION_ARG)
+    result = workspace.run("sign", *simulated(4294000000), DEFINITION_ARG)
 
     line = assert_one_error_line(result, EXIT_DEFINITION)
     assert "RRSIG can express" in line, result.describe()
@@ -354,7 +355,7 @@ def test_signatures_past_2106_are_refused(workspace: Workspace) -> None:
 def test_dnssec_keygen_prints_the_keys_and_the_ds(tmp_path: Path) -> None:
     ws = Workspace(tmp_path)
 
-    result = ws.run("dnssec", "keygen", "example.org", "--now", str(NOW))
+    result = ws.run("dnssec", "keygen", "example.org", *simulated())
 
     assert result.returncode == EXIT_OK, result.describe()
     assert result.stderr == "", result.describe()
@@ -382,7 +383,7 @@ def test_dnssec_keygen_prints_the_keys_and_the_ds(tmp_path: Path) -> None:
 def test_dnssec_keygen_json_has_keys_and_ds(tmp_path: Path) -> None:
     ws = Workspace(tmp_path)
 
-    result = ws.run("dnssec", "keygen", "Example.ORG.", "--now", str(NOW), "--json", "--ttl", "60")
+    result = ws.run("dnssec", "keygen", "Example.ORG.", *simulated(), "--json", "--ttl", "60")
 
     assert result.returncode == EXIT_OK, result.describe()
     doc = json.loads(result.stdout)

@@ -12,13 +12,14 @@ import socket
 import pytest
 
 from alter_publish.errors import EXIT_DEFINITION, EXIT_NETWORK, EXIT_USAGE
-from tests.cli.workspace import NOW, ZONE, Workspace, assert_one_error_line
+from tests.cli.workspace import NOW, ZONE, Workspace, assert_one_error_line, simulated
 
 TSIG_KEY = (
     'key "alter-push" {\n\talgorithm hmac-sha256;\n'
     '\tsecret "c2VjcmV0c2VjcmV0c2VjcmV0c2VjcmV0c2VjcmV0MTI=";\n};\n'
 )
-AT = ("--now", str(NOW))
+AT = ("--now", str(NOW))  # read-only commands
+WRITE_AT = simulated()  # commands that write
 FAST = ("--timeout", "0.2")
 DS = ("--trust-anchor", f"build/{ZONE}.ds")
 
@@ -29,21 +30,23 @@ NETWORK = [
     ),
     pytest.param(("plan", ZONE, "--server", "{server}", *FAST), id="plan"),
     pytest.param(
-        ("push", ZONE, "--server", "{server}", "--tsig-key", "tsig.key", *DS, *AT, *FAST),
+        ("push", ZONE, "--server", "{server}", "--tsig-key", "tsig.key", *DS, *WRITE_AT, *FAST),
         id="push",
     ),
 ]
 
 USAGE = [
-    pytest.param(("sign", *AT, "--jobs", "0"), id="sign"),
+    pytest.param(("sign", *WRITE_AT, "--jobs", "0"), id="sign"),
     pytest.param(("verify", *AT, "--server", "nowhere"), id="verify"),
     pytest.param(("resolve", "~Bl ake", "--server", "127.0.0.1:53"), id="resolve"),
     pytest.param(("verify-record", "v=alter1"), id="verify-record"),
     pytest.param(("serve",), id="serve"),
     pytest.param(("keygen", "~Bl ake", "--zone", ZONE), id="keygen"),
     pytest.param(("init", "--zone", "bad zone!", "elsewhere"), id="init"),
-    pytest.param(("rotate", "~drew", "--zone", ZONE, "--compromised", "--lost", *AT), id="rotate"),
-    pytest.param(("revoke", "~drew", "--zone", ZONE, "--epoch", "0", *AT), id="revoke"),
+    pytest.param(
+        ("rotate", "~drew", "--zone", ZONE, "--compromised", "--lost", *WRITE_AT), id="rotate"
+    ),
+    pytest.param(("revoke", "~drew", "--zone", ZONE, "--epoch", "0", *WRITE_AT), id="revoke"),
     pytest.param(("plan", ZONE, "--server", "nowhere"), id="plan"),
     pytest.param(("push", ZONE, "--server", "127.0.0.1:53"), id="push"),
     pytest.param(("export", ZONE, "--format", "zonefile"), id="export"),
@@ -51,26 +54,26 @@ USAGE = [
     pytest.param(("dnssec", "keygen", "bad zone!"), id="dnssec-keygen"),
     pytest.param(("dnssec", "ds", ZONE, "--ttl", "-1"), id="dnssec-ds"),
     pytest.param(("dnssec", "status"), id="dnssec-status"),
-    pytest.param(("dnssec", "rollover", ZONE, "csk", *AT), id="dnssec-rollover"),
+    pytest.param(("dnssec", "rollover", ZONE, "csk", *WRITE_AT), id="dnssec-rollover"),
     pytest.param(("dnssec", "step", ZONE, "--now", "soon"), id="dnssec-step"),
 ]
 
 DEFINITION = [
-    pytest.param(("sign", *AT), id="sign"),
+    pytest.param(("sign", *WRITE_AT), id="sign"),
     pytest.param(("verify", *AT), id="verify"),
     pytest.param(("verify", *AT, "--server", "{server}"), id="verify-server"),
     pytest.param(("plan", ZONE, "--server", "{server}", *FAST), id="plan"),
     pytest.param(
-        ("push", ZONE, "--server", "{server}", "--tsig-key", "tsig.key", *DS, *AT, *FAST),
+        ("push", ZONE, "--server", "{server}", "--tsig-key", "tsig.key", *DS, *WRITE_AT, *FAST),
         id="push",
     ),
     pytest.param(("export", ZONE, "--format", "bind-include"), id="export"),
     pytest.param(("keys", "status", *AT), id="keys-status"),
-    pytest.param(("rotate", "~drew", "--zone", ZONE, *AT), id="rotate"),
-    pytest.param(("revoke", "~drew", "--zone", ZONE, "--epoch", "1", *AT), id="revoke"),
+    pytest.param(("rotate", "~drew", "--zone", ZONE, *WRITE_AT), id="rotate"),
+    pytest.param(("revoke", "~drew", "--zone", ZONE, "--epoch", "1", *WRITE_AT), id="revoke"),
     pytest.param(("dnssec", "status", ZONE), id="dnssec-status"),
-    pytest.param(("dnssec", "rollover", ZONE, "zsk", *AT), id="dnssec-rollover"),
-    pytest.param(("dnssec", "step", ZONE, *AT), id="dnssec-step"),
+    pytest.param(("dnssec", "rollover", ZONE, "zsk", *WRITE_AT), id="dnssec-rollover"),
+    pytest.param(("dnssec", "step", ZONE, *WRITE_AT), id="dnssec-step"),
 ]
 
 

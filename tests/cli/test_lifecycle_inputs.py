@@ -41,6 +41,7 @@ from tests.cli.workspace import (
     Workspace,
     assert_one_error_line,
     assert_unchanged,
+    simulated,
 )
 
 HOUR_SECONDS = 3600
@@ -71,7 +72,7 @@ def _json(result: Result) -> Any:
 
 def _sign_and_verify(ws: Workspace, moment: int) -> None:
     """``sign`` then ``verify`` at ``moment``; both must succeed."""
-    _ok(ws.run("sign", *_at(moment)))
+    _ok(ws.run("sign", *simulated(moment)))
     _ok(ws.run("verify", *_at(moment)))
 
 
@@ -166,28 +167,28 @@ def _secret_not_in_store(*args: str) -> Setup:
     return setup
 
 
-ROTATE = ("rotate", BLAKE, "--zone", ZONE, *_at(LATER))
-REVOKE = ("revoke", BLAKE, "--zone", ZONE, *_at(LATER))
-ZSK_ROLLOVER = ("dnssec", "rollover", ZONE, "zsk", *_at(NOW))
-SIGN = ("sign", *_at(NOW))
+ROTATE = ("rotate", BLAKE, "--zone", ZONE, *simulated(LATER))
+REVOKE = ("revoke", BLAKE, "--zone", ZONE, *simulated(LATER))
+ZSK_ROLLOVER = ("dnssec", "rollover", ZONE, "zsk", *simulated(NOW))
+SIGN = ("sign", *simulated(NOW))
 ZSK_ROLLOVER_SIGNED = (ZSK_ROLLOVER, SIGN)
 
 CASES = [
     Case(
         "rotate-unknown-handle",
-        _fixed("rotate", "~nobody", "--zone", ZONE, *_at(LATER)),
+        _fixed("rotate", "~nobody", "--zone", ZONE, *simulated(LATER)),
         EXIT_USAGE,
         ("~nobody", "is not a handle of"),
     ),
     Case(
         "rotate-malformed-handle",
-        _fixed("rotate", "blake", "--zone", ZONE, *_at(LATER)),
+        _fixed("rotate", "blake", "--zone", ZONE, *simulated(LATER)),
         EXIT_USAGE,
         ("blake", "starts with '~'"),
     ),
     Case(
         "rotate-zone-without-definition",
-        _fixed("rotate", BLAKE, "--zone", OTHER_ZONE, *_at(LATER)),
+        _fixed("rotate", BLAKE, "--zone", OTHER_ZONE, *simulated(LATER)),
         EXIT_USAGE,
         (OTHER_ZONE, f"zones/{OTHER_ZONE}.yaml"),
     ),
@@ -270,31 +271,33 @@ CASES = [
     ),
     Case(
         "rollover-role-csk",
-        _fixed("dnssec", "rollover", ZONE, "csk", *_at(NOW)),
+        _fixed("dnssec", "rollover", ZONE, "csk", *simulated(NOW)),
         EXIT_USAGE,
         ("'csk'", "zsk or ksk"),
     ),
     Case(
         "step-without-rollover",
-        _fixed("dnssec", "step", ZONE, *_at(NOW)),
+        _fixed("dnssec", "step", ZONE, *simulated(NOW)),
         EXIT_KEY,
         (ZONE, "no rollover is running"),
     ),
     Case(
         "step-too-early",
-        _after(*ZSK_ROLLOVER_SIGNED, then=("dnssec", "step", ZONE, *_at(NOW))),
+        _after(*ZSK_ROLLOVER_SIGNED, then=("dnssec", "step", ZONE, *simulated(NOW))),
         EXIT_KEY,
         (ZONE, "too early", "not before 2026-01-01T02:00:00Z"),
     ),
     Case(
         "step-ds-published-during-zsk-rollover",
-        _after(*ZSK_ROLLOVER_SIGNED, then=("dnssec", "step", ZONE, "--ds-published", *_at(NOW))),
+        _after(
+            *ZSK_ROLLOVER_SIGNED, then=("dnssec", "step", ZONE, "--ds-published", *simulated(NOW))
+        ),
         EXIT_KEY,
         (ZONE, "--ds-published", "activate ZSK"),
     ),
     Case(
         "rollover-while-one-runs",
-        _after(*ZSK_ROLLOVER_SIGNED, then=("dnssec", "rollover", ZONE, "ksk", *_at(NOW))),
+        _after(*ZSK_ROLLOVER_SIGNED, then=("dnssec", "rollover", ZONE, "ksk", *simulated(NOW))),
         EXIT_KEY,
         (ZONE, "ZSK rollover is running"),
     ),
@@ -440,7 +443,7 @@ def test_a_full_zsk_rollover_on_the_command_line(workspace: Workspace) -> None:
     _sign_and_verify(workspace, NOW)
     assert _apex_key_tags(workspace) == ({ksk, old, new}, {old})
 
-    activated = _json(workspace.run("dnssec", "step", ZONE, *_at(activate_at), "--json"))
+    activated = _json(workspace.run("dnssec", "step", ZONE, *simulated(activate_at), "--json"))
     assert _tag_of(activated["keys"], "zsk", "active") == new
     assert _tag_of(activated["keys"], "zsk", "retired") == old
     remove_at = activated["next_step"]["not_before"]
@@ -448,7 +451,7 @@ def test_a_full_zsk_rollover_on_the_command_line(workspace: Workspace) -> None:
     _sign_and_verify(workspace, activate_at)
     assert _apex_key_tags(workspace) == ({ksk, old, new}, {new})
 
-    removed = _json(workspace.run("dnssec", "step", ZONE, *_at(remove_at), "--json"))
+    removed = _json(workspace.run("dnssec", "step", ZONE, *simulated(remove_at), "--json"))
     assert removed["next_step"] is None
     assert [(k["role"], k["tag"]) for k in removed["keys"]] == [("ksk", ksk), ("zsk", new)]
     _sign_and_verify(workspace, remove_at)
@@ -485,7 +488,7 @@ def _resolve_pinned(ws: Workspace, server: str, moment: int) -> Result:
         DS_FILE,
         "--pin-store",
         PINS_FILE,
-        *_at(moment),
+        *simulated(moment),
         "--json",
     )
 
@@ -552,7 +555,7 @@ def test_an_unvalidated_answer_never_plants_a_pin(workspace: Workspace) -> None:
             "--allow-insecure",
             "--pin-store",
             PINS_FILE,
-            *_at(NOW),
+            *simulated(NOW),
             "--json",
         )
     shown = _json(result)

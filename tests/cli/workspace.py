@@ -12,6 +12,8 @@ from pathlib import Path
 
 #: The fixed signing time of the fixture workspace (2026-01-01T00:00:00Z).
 NOW = 1767225600
+#: What a command that writes needs to act at a --now away from the system clock.
+SIMULATED_TIME = "--allow-simulated-time"
 ZONE = "example.com"
 PASSPHRASE_ENVS = ("ALTER_PUBLISH_PASSPHRASE", "ALTER_PUBLISH_PASSPHRASE_FILE")
 CLI_TIMEOUT_SECONDS = 60.0
@@ -20,6 +22,13 @@ _RUN_CLI = "from alter_publish.cli import main; main()"
 
 #: path relative to the workspace -> (file bytes or None for a directory, mode bits)
 Snapshot = dict[str, tuple[bytes | None, int]]
+
+
+def simulated(moment: int = NOW) -> tuple[str, str, str]:
+    """``--now MOMENT --allow-simulated-time``: for a command that writes (sign, rotate,
+    revoke, dnssec keygen/rollover/step, push, resolve --pin-store) at a fixed time;
+    read-only commands take ``--now`` alone."""
+    return ("--now", str(moment), SIMULATED_TIME)
 
 
 @dataclass(frozen=True, slots=True)

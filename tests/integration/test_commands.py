@@ -7,6 +7,7 @@ import subprocess
 import sys
 from pathlib import Path
 
+from alter_publish.clock import SIMULATED_TIME_FLAG
 from tests.conftest import NOW, Workspace
 
 
@@ -23,7 +24,13 @@ def _run(cwd: Path, *args: str) -> subprocess.CompletedProcess[str]:
 
 def test_readme_main_command_then_resolve_and_verify_record(workspace: Workspace) -> None:
     signed = _run(
-        workspace.root, "sign", "zones/example.com.yaml", "--create-keys", "--now", str(NOW)
+        workspace.root,
+        "sign",
+        "zones/example.com.yaml",
+        "--create-keys",
+        "--now",
+        str(NOW),
+        SIMULATED_TIME_FLAG,
     )
     assert signed.returncode == 0, signed.stderr
     assert "5/5 proven" in signed.stdout
@@ -49,7 +56,12 @@ def test_readme_main_command_then_resolve_and_verify_record(workspace: Workspace
 
 
 def test_resolve_against_the_embedded_server(workspace: Workspace) -> None:
-    assert _run(workspace.root, "sign", "--create-keys", "--now", str(NOW)).returncode == 0
+    assert (
+        _run(
+            workspace.root, "sign", "--create-keys", "--now", str(NOW), SIMULATED_TIME_FLAG
+        ).returncode
+        == 0
+    )
     server = subprocess.Popen(
         [sys.executable, "-m", "alter_publish", "serve", str(workspace.rendered)],
         cwd=workspace.root,
@@ -94,7 +106,16 @@ def test_init_scaffolds_a_workspace_that_signs(tmp_path: Path) -> None:
     assert created.returncode == 0, created.stderr
     assert (tmp_path / "templates" / "zone.j2").is_file()
     assert (tmp_path / "keys" / ".gitignore").is_file()
-    signed = _run(tmp_path, "sign", "--create-keys", "--templates", "templates", "--now", str(NOW))
+    signed = _run(
+        tmp_path,
+        "sign",
+        "--create-keys",
+        "--templates",
+        "templates",
+        "--now",
+        str(NOW),
+        SIMULATED_TIME_FLAG,
+    )
     assert signed.returncode == 0, signed.stderr
     assert (tmp_path / "build" / "example.org.zone").is_file()
     again = _run(tmp_path, "init", "--zone", "example.org")
@@ -107,14 +128,16 @@ def test_keygen_then_sign_without_create_keys(workspace: Workspace) -> None:
         made = _run(workspace.root, "keygen", handle, "--zone", "example.com")
         assert made.returncode == 0, made.stderr
         assert "PRIVATE" not in made.stdout
-    missing = _run(workspace.root, "sign", "--now", str(NOW))
+    missing = _run(workspace.root, "sign", "--now", str(NOW), SIMULATED_TIME_FLAG)
     assert missing.returncode == 4, missing.stderr
     assert "dnssec keygen example.com" in missing.stderr
-    zone_keys = _run(workspace.root, "dnssec", "keygen", "example.com", "--now", str(NOW))
+    zone_keys = _run(
+        workspace.root, "dnssec", "keygen", "example.com", "--now", str(NOW), SIMULATED_TIME_FLAG
+    )
     assert zone_keys.returncode == 0, zone_keys.stderr
     assert "PRIVATE" not in zone_keys.stdout
     (ds_line,) = [line for line in zone_keys.stdout.splitlines() if " IN DS " in line]
-    signed = _run(workspace.root, "sign", "--now", str(NOW))
+    signed = _run(workspace.root, "sign", "--now", str(NOW), SIMULATED_TIME_FLAG)
     assert signed.returncode == 0, signed.stderr
     assert ds_line.split(": ")[-1] in signed.stdout
     assert "(secure)" in signed.stdout

@@ -25,6 +25,7 @@ import dns.update
 import pytest
 
 from alter_publish import push as publishing
+from alter_publish.clock import SIMULATED_TIME_FLAG
 from alter_publish.errors import EXIT_DRIFT, EXIT_NETWORK, EXIT_OK, EXIT_USAGE
 from alter_publish.model import load_zone
 from tests.conftest import EXAMPLE_ZONE
@@ -112,6 +113,7 @@ def _push(
         str(anchor),
         "--now",
         str(ws.now),
+        SIMULATED_TIME_FLAG,  # ws.now was read from the clock when the test began
         *extra,
     )
 
@@ -182,7 +184,7 @@ def test_deleting_most_records_needs_force(
     text = definition.read_text(encoding="utf-8")
     kept = text.split("  - ~drew\n")[0] + "\n"  # drop ~drew, ~deploy.bot and ~cc-opus-4-7
     definition.write_text(kept, encoding="utf-8")
-    ws.ok("sign", "--now", str(ws.now))
+    ws.ok("sign", "--now", str(ws.now), SIMULATED_TIME_FLAG)
     code, plan = _plan(ws, server, key_file)
     assert (code, plan["counts"]["delete"]) == (EXIT_DRIFT, 3)
     refused = _push(ws, server, key_file, anchor)

@@ -2,7 +2,8 @@
 
 Each runbook's numbered steps are read from the Markdown; the commands of every
 ``sh`` block run in order, in a fresh workspace, through the real CLI. The clock
-is stepped: each step happens a minute after the one before, a ``dnssec step``
+is simulated (``--now`` and, on commands that write, ``--allow-simulated-time``)
+and stepped: each step happens a minute after the one before, a ``dnssec step``
 waits until the time ``dnssec status`` names, and confirming the parent's DS
 (``--ds-published``) happens three hours later (the registrar's pace). After
 every step the published output must match the key store and prove again;
@@ -29,6 +30,7 @@ import pytest
 
 from alter_publish import keyops, pipeline
 from alter_publish.cli import cli_command
+from alter_publish.clock import SIMULATED_TIME_FLAG
 from alter_publish.envelope import Envelope, parse_record, verify_record
 from alter_publish.handles import parse_handle
 from alter_publish.keys import KeyStore, ZoneKeyRole
@@ -73,8 +75,8 @@ def read_runbook(path: Path) -> list[Step]:
     return steps
 
 
-def _commands_with_now() -> frozenset[tuple[str, ...]]:
-    """Subcommand paths (like ``("dnssec", "step")``) that take ``--now``."""
+def _commands_with(option: str) -> frozenset[tuple[str, ...]]:
+    """Subcommand paths (like ``("dnssec", "step")``) that take ``option``."""
     found: set[tuple[str, ...]] = set()
 
     def walk(command: Any, path: tuple[str, ...]) -> None:
@@ -82,14 +84,16 @@ def _commands_with_now() -> frozenset[tuple[str, ...]]:
         if subcommands is not None:
             for name, sub in subcommands.items():
                 walk(sub, (*path, name))
-        elif any("--now" in param.opts for param in command.params):
+        elif any(option in param.opts for param in command.params):
             found.add(path)
 
     walk(cli_command(), ())
     return frozenset(found)
 
 
-WITH_NOW = _commands_with_now()
+WITH_NOW = _commands_with("--now")
+#: Commands that write need it to act at the runner's clock, not the system's.
+WITH_SIMULATED_TIME = _commands_with(SIMULATED_TIME_FLAG)
 
 
 @dataclass
@@ -112,6 +116,8 @@ class Runner:
             words = argv[1:]
             path = next((words[:n] for n in (2, 1) if words[:n] in WITH_NOW), None)
             extra = ("--now", str(self.now)) if path else ()
+            if path in WITH_SIMULATED_TIME:
+                extra = (*extra, SIMULATED_TIME_FLAG)
             command = [sys.executable, "-m", "alter_publish", *words, *extra]
         else:
             assert argv[0] in OTHER_COMMANDS, f"runbook uses {argv[0]!r}"

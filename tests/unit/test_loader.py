@@ -139,7 +139,8 @@ FILE_ERRORS = [
     pytest.param(b"", 1, 1, id="empty"),
     pytest.param(b"# nothing here\n", 1, 1, id="comment-only"),
     pytest.param(b"zone: \xff\n", 1, 1, id="non-utf8"),
-    pytest.param(b"a: " + b"[" * 3000 + b"]" * 3000 + b"\n", 1, 1, id="too-deep"),
+    # PyYAML 6.0.4 stops at its own nesting limit and names the position.
+    pytest.param(b"a: " + b"[" * 3000 + b"]" * 3000 + b"\n", 1, 1003, id="too-deep"),
     pytest.param(None, 1, 1, id="missing-file"),
 ]
 
