@@ -6,7 +6,7 @@ file (an A record, a TTL, a record added or removed) answers no question it asks
 do, and raises on the first record (in canonical order) that fails:
 
 1. the DNSKEY rrset is signed by one of its own KSKs (SEP flag); that the KSK is the
-   one the zone's DS names is the proof's check, which follows;
+   one the zone's DS names is the proof's check;
 2. every authoritative rrset (at a delegation only DS and NSEC) has an RRSIG that
    validates with those keys at ``now`` (:class:`~alter_publish.validation.RRsetValidator`,
    the validator the proof uses), its TTL is the original TTL the RRSIG signs, and no
@@ -52,7 +52,8 @@ from alter_publish.validation import (
 
 __all__ = ["RECORD_TEXT_MAX_CHARS", "ZONE_CHECK_CATEGORY", "check_zone"]
 
-#: The verification category of a zone file that is not the zone ``sign`` proved.
+#: The verification category of a zone file that is not the zone ``sign`` proved (an
+#: RRSIG that does not validate has the validator's: ``bogus``).
 ZONE_CHECK_CATEGORY: Final = "zone-changed"
 #: Record texts in messages are cut to this length (handle TXT records are long).
 RECORD_TEXT_MAX_CHARS: Final = 120
@@ -106,8 +107,8 @@ def check_zone(
     _check_denial(nodes, origin, dnssec, where)
 
 
-def _fail(where: str, record: str, problem: str) -> NoReturn:
-    raise VerificationError(f"{record}: {problem}", where=where, category=ZONE_CHECK_CATEGORY)
+def _fail(where: str, record: str, problem: str, category: str = ZONE_CHECK_CATEGORY) -> NoReturn:
+    raise VerificationError(f"{record}: {problem}", where=where, category=category)
 
 
 def _record(name: dns.name.Name, rdataset: dns.rdataset.Rdataset) -> str:
@@ -152,7 +153,7 @@ def _zone_keys(zone: dns.zone.Zone, origin: dns.name.Name, now: int, where: str)
     response.answer = [dnskeys] if rrsigs is None else [dnskeys, rrsigs]
     verdict, _ = validate_dnskeys(response, anchor, now=now)
     if verdict.status is not DNSSECStatus.SECURE:
-        _fail(where, _record(origin, dnskeys), verdict.reason)
+        _fail(where, _record(origin, dnskeys), verdict.reason, verdict.status)
     return RRsetValidator.make(origin, dnskeys, now=now)
 
 
@@ -188,7 +189,7 @@ def _check_signatures(
                 )
         verdict = validator.validate(name, rdataset, sig_set)
         if verdict.status is not DNSSECStatus.SECURE:
-            _fail(where, _record(name, rdataset), verdict.reason)
+            _fail(where, _record(name, rdataset), verdict.reason, verdict.status)
     for covered, sig_set in sigs.items():
         if node.get_rdataset(_IN, covered) is None:
             _fail(

@@ -10,6 +10,7 @@ type bitmap entry are left behind): it must reject what ``verify`` rejects.
 
 from __future__ import annotations
 
+import hashlib
 import re
 import shutil
 from collections.abc import Callable
@@ -19,12 +20,15 @@ from pathlib import Path
 import pytest
 
 from alter_publish.errors import EXIT_VERIFICATION
+from alter_publish.pipeline import SerialState, state_path_for
 from tests.cli.workspace import NOW, ZONE, Workspace, assert_one_error_line
 from tests.integration.dnssec_tools import ldns_verify_zone
 
 SOURCE_DEFINITION = Path(__file__).resolve().parents[2] / "zones" / f"{ZONE}.yaml"
 VERIFY = ("verify", "--now", str(NOW))
-WHERE = f"build/{ZONE}.zone: zone-changed: "
+WHERE = f"build/{ZONE}.zone: "
+CHANGED = f"{WHERE}zone-changed: "
+BOGUS = f"{WHERE}bogus: "
 NS1_A = f"ns1.{ZONE}. 3600 IN A 192.0.2.53"
 
 
@@ -115,51 +119,56 @@ class Edit:
 EDITS = {
     "a-record-edited": Edit(
         _replace(NS1_A, f"ns1.{ZONE}. 3600 IN A 192.0.2.9"),
-        (f"{WHERE}ns1.{ZONE}. 3600 IN A 192.0.2.9: ", "does not verify"),
+        (f"{BOGUS}ns1.{ZONE}. 3600 IN A 192.0.2.9: ", "does not verify"),
         ldns_rejects=True,
     ),
     "ttl-raised": Edit(
         _replace(NS1_A, f"ns1.{ZONE}. 7200 IN A 192.0.2.53"),
-        (f"{WHERE}ns1.{ZONE}. 7200 IN A 192.0.2.53: TTL 7200 is not 3600",),
+        (f"{CHANGED}ns1.{ZONE}. 7200 IN A 192.0.2.53: TTL 7200 is not 3600",),
         ldns_rejects=False,
     ),
     "ttl-lowered": Edit(
         _replace(NS1_A, f"ns1.{ZONE}. 60 IN A 192.0.2.53"),
-        (f"{WHERE}ns1.{ZONE}. 60 IN A 192.0.2.53: TTL 60 is not 3600",),
+        (f"{CHANGED}ns1.{ZONE}. 60 IN A 192.0.2.53: TTL 60 is not 3600",),
         ldns_rejects=False,
     ),
     "record-added-new-name": Edit(
         _replace(NS1_A, f"{NS1_A}\nwww.{ZONE}. 3600 IN A 192.0.2.80"),
-        (f"{WHERE}www.{ZONE}. 3600 IN A 192.0.2.80: ", "has no RRSIG"),
+        (f"{BOGUS}www.{ZONE}. 3600 IN A 192.0.2.80: ", "has no RRSIG"),
         ldns_rejects=True,
     ),
     "record-added-existing-name": Edit(
         _replace(NS1_A, f'{NS1_A}\nns1.{ZONE}. 3600 IN TXT "hello"'),
-        (f'{WHERE}ns1.{ZONE}. 3600 IN TXT "hello": ', "has no RRSIG"),
+        (f'{BOGUS}ns1.{ZONE}. 3600 IN TXT "hello": ', "has no RRSIG"),
         ldns_rejects=True,
     ),
     "record-removed": Edit(
         _replace(NS1_A + "\n", ""),
-        (f"{WHERE}ns1.{ZONE}. IN A: not in the zone, but an RRSIG over it is",),
+        (f"{CHANGED}ns1.{ZONE}. IN A: not in the zone, but an RRSIG over it is",),
         ldns_rejects=False,
     ),
     "record-and-rrsig-removed": Edit(
         _drop_lines(rf"^ns1\.{ZONE}\. 3600 IN (RRSIG )?A .*\n"),
-        (f"{WHERE}ns1.{ZONE}. IN A: in the NSEC", "type bitmap", "but not in the zone"),
+        (f"{CHANGED}ns1.{ZONE}. IN A: in the NSEC", "type bitmap", "but not in the zone"),
         ldns_rejects=False,
     ),
     "chain-link-redirected": Edit(
-        _break_next, (WHERE, " IN NSEC", "does not verify"), ldns_rejects=True
+        _break_next, (BOGUS, " IN NSEC", "does not verify"), ldns_rejects=True
     ),
     "chain-link-removed": Edit(
-        _drop_first_link, (WHERE, "has no NSEC", "chain skips it"), ldns_rejects=True
+        _drop_first_link, (CHANGED, "has no NSEC", "chain skips it"), ldns_rejects=True
     ),
     "soa-serial-edited": Edit(
-        _bump_serial, (f"{WHERE}{ZONE}. 3600 IN SOA ", "does not verify"), ldns_rejects=True
+        _bump_serial, (f"{BOGUS}{ZONE}. 3600 IN SOA ", "does not verify"), ldns_rejects=True
+    ),
+    "soa-ttl-edited": Edit(
+        _replace("@ 3600 IN SOA ", "@ 7200 IN SOA "),
+        (f"{CHANGED}{ZONE}. 7200 IN SOA ", "TTL 7200 is not 3600"),
+        ldns_rejects=False,
     ),
     "comment-edited": Edit(
         _replace("; DNSSEC (alter-publish)", "; DNSSEC (edited by hand)"),
-        (f"{WHERE}not the zone file sign wrote", "every record verifies"),
+        (f"{CHANGED}not the zone file sign wrote", "every record verifies"),
         ldns_rejects=False,
     ),
 }
@@ -207,5 +216,15 @@ def test_unsigned_zone_edit_fails_on_the_digest(tmp_path: Path) -> None:
 
     line = assert_one_error_line(workspace.run(*VERIFY), EXIT_VERIFICATION)
 
-    assert line.startswith(f"{WHERE}not the zone file sign wrote"), line
+    assert line.startswith(f"{CHANGED}not the zone file sign wrote"), line
     assert "unsigned" in line
+
+
+def test_sign_records_the_zone_file_digest_and_it_round_trips(signed_zone: Workspace) -> None:
+    state_path = state_path_for(signed_zone.definition)
+    state = SerialState.read(state_path)
+
+    assert state is not None
+    assert state.zone_sha256 == hashlib.sha256(signed_zone.zone_file.read_bytes()).hexdigest()
+    assert state.to_text() == state_path.read_text(encoding="utf-8")
+    assert SerialState.read(state_path) == state
