@@ -237,9 +237,15 @@ def _nsec3_digest(name: Labels, salt: bytes, iterations: int) -> bytes:
 
 
 def _add_nsec3_chain(
-    owners: _Owners, origin: Labels, shape: _Shape, ttl: int, spec: DNSSECSpec
+    owners: _Owners,
+    origin: Labels,
+    shape: _Shape,
+    ttl: int,
+    spec: DNSSECSpec,
+    sources: dict[Labels, Labels] | None = None,
 ) -> tuple[Labels, ...]:
-    """Add NSEC3PARAM and one NSEC3 per authoritative name and empty non-terminal.
+    """Add NSEC3PARAM and one NSEC3 per authoritative name and empty non-terminal
+    (``sources``, if given, gets each NSEC3 owner's unhashed name).
 
     Returns:
         The NSEC3 owner names.
@@ -251,7 +257,7 @@ def _add_nsec3_chain(
     owners[origin].append(
         RRs(_NSEC3PARAM, NSEC3PARAM_TTL_SECONDS, (fixed,), (f"1 0 {iterations} {salt_text}",))
     )
-    entries: list[tuple[bytes, frozenset[int]]] = []
+    entries: list[tuple[bytes, frozenset[int], Labels]] = []
     for name in (*shape.authoritative, *shape.empty_non_terminals):  # order: by hash, below
         types: list[int] = []
         if name in owners:
@@ -259,12 +265,12 @@ def _add_nsec3_chain(
             types = _types_at(owners[name], delegation=delegation)
             if any(rdtype == _DS or not delegation for rdtype in types):
                 types.append(_RRSIG)
-        entries.append((_nsec3_digest(name, salt, iterations), frozenset(types)))
+        entries.append((_nsec3_digest(name, salt, iterations), frozenset(types), name))
     entries.sort(key=lambda entry: entry[0])
     bitmaps: dict[frozenset[int], _Bitmap] = {}
     added = []
     prefix = f"{NSEC3_HASH_SHA1} 0 {iterations} {salt_text} "
-    for index, (digest, present) in enumerate(entries):
+    for index, (digest, present, name) in enumerate(entries):
         following = entries[(index + 1) % len(entries)][0]
         bitmap = bitmaps.get(present) or bitmaps.setdefault(present, _Bitmap.of(present))
         label = base64.b32hexencode(digest).decode("ascii").lower()
@@ -273,7 +279,47 @@ def _add_nsec3_chain(
         wire = fixed + bytes((len(following),)) + following + bitmap.wire
         owners[owner] = [RRs(_NSEC3, ttl, (wire,), (prefix + next_text + bitmap.text,))]
         added.append(owner)
+        if sources is not None:
+            sources[owner] = name
     return tuple(added)
+
+
+@dataclass(frozen=True, slots=True)
+class DenialChain:
+    """The NSEC or NSEC3 records :func:`sign_records` adds to a zone.
+
+    Attributes:
+        records: per owner, its NSEC, NSEC3 or NSEC3PARAM rrset (one per owner).
+        sources: per NSEC3 owner, the name whose hash it is (empty for NSEC).
+    """
+
+    records: Mapping[Labels, RRs]
+    sources: Mapping[Labels, Labels]
+
+
+def denial_chain(records: ZoneRecords, spec: DNSSECSpec) -> DenialChain:
+    """The denial records signing ``records`` adds, made by the code that signs.
+
+    ``records`` holds the zone as signed but without its RRSIG, NSEC, NSEC3 and
+    NSEC3PARAM records (the DNSKEY rrset included): a signed zone read back can be
+    compared with what its records make.
+
+    Raises:
+        SigningError: the zone has no SOA at its apex.
+    """
+    owners: _Owners = {labels: list(rrsets) for labels, rrsets in records.owners.items()}
+    shape = _shape(records)
+    ttl = _negative_ttl(records)
+    sources: dict[Labels, Labels] = {}
+    if spec.denial == "nsec3":
+        _add_nsec3_chain(owners, records.origin, shape, ttl, spec, sources)
+    else:
+        _add_nsec_chain(owners, records.names, shape, ttl)
+    denial = frozenset({_NSEC, _NSEC3, _NSEC3PARAM})
+    chain = {
+        labels: rrs for labels, rrsets in owners.items() for rrs in rrsets if rrs.rdtype in denial
+    }
+    return DenialChain(chain, sources)
 
 
 # --- signing ------------------------------------------------------------------------

@@ -49,6 +49,7 @@ from alter_publish.errors import (
     KeyStoreError,
     RenderError,
     UsageError,
+    VerificationError,
 )
 from alter_publish.fileio import (
     Chunk,
@@ -146,6 +147,7 @@ from alter_publish.validation import TrustAnchor, parse_trust_anchors, read_trus
 from alter_publish.version import __version__
 from alter_publish.workspace import OFFLINE_DIR, OFFLINE_GITIGNORE_TEXT
 from alter_publish.workspace import zone_origin as zone_origin  # re-exported
+from alter_publish.zonecheck import ZONE_CHECK_CATEGORY, check_zone
 
 SERIAL_MAX = 2**32 - 1
 _SOA_TYPE = 6
@@ -413,6 +415,8 @@ class SerialState:
     #: The largest TTLs (any signed rrset, DNSKEY) published with these key states, and
     #: with the states before: caches may hold either, so rollover waits use both.
     ttls: ZoneTTLs | None = None
+    #: SHA-256 of the zone file as written (``verify`` compares the file with it).
+    zone_sha256: str | None = None
 
     def to_text(self) -> str:
         """JSON form."""
@@ -425,6 +429,8 @@ class SerialState:
                 "since": self.keys_since,
                 **(self.ttls.to_mapping() if self.ttls else {}),
             }
+        if self.zone_sha256 is not None:
+            doc["zone_sha256"] = self.zone_sha256
         return json.dumps(doc, indent=2, sort_keys=True) + "\n"
 
     @classmethod
@@ -452,6 +458,7 @@ class SerialState:
                 keys=tuple(str(key) for key in zone_keys.get("keys", ())),
                 keys_since=_optional_int(zone_keys.get("since")),
                 ttls=ZoneTTLs.from_mapping(zone_keys) if "max_ttl" in zone_keys else None,
+                zone_sha256=_optional_str(doc.get("zone_sha256")),
             )
         except FileNotFoundError:
             return None
@@ -467,6 +474,20 @@ class SerialState:
 
 def _optional_int(value: Any) -> int | None:
     return None if value is None else int(value)
+
+
+def _optional_str(value: Any) -> str | None:
+    if value is not None and not isinstance(value, str):
+        raise TypeError(f"not a string: {value!r}")
+    return value
+
+
+def zone_sha256(parts: Iterable[str | Chunk]) -> str:
+    """SHA-256 (hex) of a zone file given as the parts written one after the other."""
+    sha = hashlib.sha256()
+    for part in parts:
+        sha.update(part.encode() if isinstance(part, str) else part)
+    return sha.hexdigest()
 
 
 def key_states(zone_keys: Sequence[ZoneKey | ZoneKeyEntry]) -> tuple[str, ...]:
@@ -896,8 +917,11 @@ def plan_zone(
         log=log,
         new_entries=tuple(new_entries),
         signed=tuple(signed),
-        state=_next_state(
-            previous_state, serial, digest, window, zone_keys, signed_zone, now, spec.ttl
+        state=dataclasses.replace(
+            _next_state(
+                previous_state, serial, digest, window, zone_keys, signed_zone, now, spec.ttl
+            ),
+            zone_sha256=zone_sha256(zone_text),
         ),
         zone_text=zone_text,
         served=served,
@@ -1940,14 +1964,21 @@ def _try_patch(
         envelopes=envelope_offsets[:-1],
         envelopes_serial_at=envelope_offsets[-1],
     )
+    new_zone = tuple(apply_edits(memoryview(old_zone), zone_edits)) if zone_edits else None
+    state = dataclasses.replace(
+        previous_state,
+        serial=serial,
+        digest=draft.hexdigest(),
+        zone_sha256=zone_sha256((old_zone,) if new_zone is None else new_zone),
+    )
     return _Patch(
         spec=spec,
         log_path=log_path,
         raw_log=raw_log,
         new_entries=tuple(new_entries),
         signed=tuple(signed),
-        state=dataclasses.replace(previous_state, serial=serial, digest=draft.hexdigest()),
-        zone=tuple(apply_edits(memoryview(old_zone), zone_edits)) if zone_edits else None,
+        state=state,
+        zone=new_zone,
         envelopes=(
             tuple(apply_edits(memoryview(old_envelopes), envelope_edits))
             if envelope_edits
@@ -2147,6 +2178,11 @@ def verify(
 ) -> VerifyReport:
     """Prove already-rendered output: serve ``<out>/<zone>.zone`` and verify every handle.
 
+    Unless a handle failed the proof, the whole zone file is then checked
+    (:func:`alter_publish.zonecheck.check_zone`): every RRSIG, the TTLs they sign and the
+    NSEC/NSEC3 chain, then its SHA-256 against the one ``sign`` recorded in the zone's
+    state file. The first record found wrong fails the run.
+
     With ``server`` the proof runs against that name server instead (BIND, Knot, NSD,
     a provider): what it serves must be what ``sign`` wrote to
     ``<out>/<zone>.envelopes.json``. DNSSEC zones are validated to ``trust_anchors``
@@ -2159,6 +2195,7 @@ def verify(
         UsageError: a trust anchor file is missing or not DS/DNSKEY records.
         ServeError: the loopback server could not start.
         ResolveError: ``server`` gives no usable answer (down, or refusing the zone).
+        VerificationError: the zone file is not the one ``sign`` proved (names the record).
     """
     proofs: list[ProofReport] = []
     warnings: list[str] = []
@@ -2182,7 +2219,12 @@ def verify(
         }
         if server is None:
             zone = read_zone_file(zone_file, spec.origin)
-            proofs.append(prove_zone(zone, spec, expectations, now=now, anchors=anchors))
+            proof = prove_zone(zone, spec, expectations, now=now, anchors=anchors)
+            proofs.append(proof)
+            # A handle that failed is reported as the proof found it; when only the denial
+            # probe failed, the zone check names the record (the SOA, the chain) at fault.
+            if all(result.ok for result in proof.results):
+                _check_zone_file(zone, zone_file, spec, now)
         else:
             check_answers(server, spec.origin, now=now)
             secure = False if allow_insecure else None
@@ -2190,6 +2232,40 @@ def verify(
                 prove_served(server, spec, expectations, now=now, anchors=anchors, secure=secure)
             )
     return VerifyReport(proofs=tuple(proofs), warnings=tuple(warnings))
+
+
+def _check_zone_file(
+    zone: dns.zone.Zone,
+    zone_file: Path,
+    spec: ZoneSpec,
+    now: int,
+) -> None:
+    """The whole-zone check of :func:`verify`: signatures and chain, then the digest.
+
+    Raises:
+        VerificationError: names the first record (or the file) not as ``sign`` proved it.
+        RenderError: the state file or the zone file cannot be read.
+    """
+    check_zone(zone, dnssec=spec.dnssec, now=now, where=str(zone_file))
+    state_path = state_path_for(spec.path)
+    state = SerialState.read(state_path)
+    if state is None or state.zone_sha256 is None:
+        return  # signed before alter-publish recorded the digest
+    try:
+        digest = zone_sha256((zone_file.read_bytes(),))
+    except OSError as exc:
+        raise RenderError(f"cannot read: {exc.strerror}", where=str(zone_file)) from exc
+    if digest != state.zone_sha256:
+        raise VerificationError(
+            f"not the zone file sign wrote (its SHA-256 is not the one in {state_path}); "
+            + (
+                "every record verifies, so it was re-signed or edited outside alter-publish"
+                if spec.dnssec.enabled
+                else "the zone is unsigned, so no record can say which line changed"
+            ),
+            where=str(zone_file),
+            category=ZONE_CHECK_CATEGORY,
+        )
 
 
 def dnssec_keygen(zone: str, *, keys: KeyStore, now: int) -> tuple[ZoneKey, ...]:

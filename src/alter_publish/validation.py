@@ -56,6 +56,7 @@ __all__ = [
     "CNAME_CHAIN_MAX",
     "NSEC3_ITERATIONS_MAX",
     "DNSSECStatus",
+    "RRsetValidator",
     "TrustAnchor",
     "Validation",
     "anchor_for",
@@ -223,6 +224,54 @@ class _Checker:
         except dns.exception.DNSException as exc:  # ValidationFailure, UnsupportedAlgorithm
             return 1, f"RRSIG over {what} does not verify ({exc})"
         return None
+
+
+@dataclass(frozen=True, slots=True)
+class RRsetValidator:
+    """Checks rrsets read from a zone file with the zone's keys (``verify``'s whole-zone
+    check), as :func:`validate_response` checks each rrset of an answer."""
+
+    checker: _Checker
+
+    @classmethod
+    def make(
+        cls, zone: dns.name.Name, dnskeys: Iterable[dns.rdata.Rdata], *, now: int
+    ) -> RRsetValidator:
+        """A validator trusting the zone keys in ``dnskeys`` (validated first, e.g. by
+        :func:`validate_dnskeys`) at ``now``."""
+        return cls(_Checker.make(zone, dnskeys, now))
+
+    def validate(
+        self,
+        name: dns.name.Name,
+        rdataset: dns.rdataset.Rdataset,
+        rrsigs: dns.rdataset.Rdataset | None,
+    ) -> Validation:
+        """Whether some RRSIG in ``rrsigs`` validates the rrset ``name``/``rdataset`` (not
+        as a wildcard expansion).
+
+        Returns:
+            The verdict; ``reason`` says why not, as the validator says it for an answer.
+        """
+        rrset = _as_rrset(name, rdataset)
+        section: _Section = {}
+        if rrsigs is not None:
+            section[(name, _RRSIG, int(rdataset.rdtype))] = _as_rrset(name, rrsigs)
+        try:
+            if self.checker.verify(rrset, section) is not None:
+                return Validation(DNSSECStatus.BOGUS, f"{_what(rrset)} signed as a wildcard")
+        except _NotSecureError as exc:
+            return exc.validation
+        return _SECURE
+
+
+def _as_rrset(name: dns.name.Name, rdataset: dns.rdataset.Rdataset) -> dns.rrset.RRset:
+    """An rrset sharing ``rdataset``'s records: adding them one by one would hash (so
+    convert to canonical wire) each record once more, a third of a whole-zone check."""
+    rrset = dns.rrset.RRset(name, rdataset.rdclass, rdataset.rdtype, rdataset.covers)
+    rrset.ttl = rdataset.ttl
+    rrset.items = rdataset.items  # read only here
+    return rrset
 
 
 # --------------------------------------------------------------------------
