@@ -21,7 +21,7 @@ import pytest
 
 from alter_publish.errors import EXIT_VERIFICATION
 from alter_publish.pipeline import SerialState, state_path_for
-from tests.cli.workspace import NOW, ZONE, Workspace, assert_one_error_line
+from tests.cli.workspace import NOW, ZONE, Workspace, assert_one_error_line, simulated
 from tests.integration.dnssec_tools import ldns_verify_zone
 
 SOURCE_DEFINITION = Path(__file__).resolve().parents[2] / "zones" / f"{ZONE}.yaml"
@@ -43,7 +43,7 @@ def signed_zone(
     text = SOURCE_DEFINITION.read_text(encoding="utf-8")
     assert "denial: nsec3" in text
     workspace.definition.write_text(text.replace("denial: nsec3", f"denial: {denial}"))
-    result = workspace.run("sign", "--create-keys", "--now", str(NOW))
+    result = workspace.run("sign", "--create-keys", *simulated())
     assert result.returncode == 0, result.describe()
     return workspace
 
@@ -208,7 +208,7 @@ def test_unsigned_zone_edit_fails_on_the_digest(tmp_path: Path) -> None:
     text = SOURCE_DEFINITION.read_text(encoding="utf-8")
     assert "  enabled: true" in text
     workspace.definition.write_text(text.replace("  enabled: true", "  enabled: false"))
-    signed = workspace.run("sign", "--create-keys", "--now", str(NOW))
+    signed = workspace.run("sign", "--create-keys", *simulated())
     assert signed.returncode == 0, signed.describe()
     assert workspace.run(*VERIFY).returncode == 0
     zone = workspace.zone_file.read_text(encoding="utf-8")
