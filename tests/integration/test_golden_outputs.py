@@ -1,0 +1,211 @@
+"""Same behaviour, same bytes: signed outputs pinned by digest across refactors.
+
+Every key is derived from a fixed seed and the clock is fixed, so a full `sign` writes the same
+bytes on every run and every machine. The digests below were taken from the code before the
+package was split into subpackages; a change to any output byte (zone, envelopes, DS, log,
+state) fails here and must be a deliberate, documented format change.
+"""
+
+from __future__ import annotations
+
+import base64
+import hashlib
+import json
+import os
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+
+import dns.dnssec
+import dns.rdata
+import dns.rdataclass
+import dns.rdatatype
+import dns.rdtypes.ANY.DNSKEY
+import pytest
+from cryptography.hazmat.primitives import serialization
+from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PrivateKey
+
+REPO = Path(__file__).resolve().parents[2]
+EXAMPLE = REPO / "zones" / "example.com.yaml"
+NOW = 1_767_225_600  # 2026-01-01T00:00:00Z
+GENERATED_HANDLES = 2_000
+TIERS = ("user{n}", "svc{n}.bot", "cc-agent-{n}")
+
+#: zone -> output (relative to the workspace, ``*`` for the zone) -> SHA-256 of its bytes.
+GOLDEN: dict[str, dict[str, str]] = {
+    "example.com": {
+        "build/*.ds": "2542742d841e4216e6284b17402cf9c185500d8ee2935a5a97a5981cff58709e",
+        "build/*.envelopes": "3183560364214a042e553164a47ee4075551be9ff179abb48eaa0b319d1eb795",
+        "build/*.zone": "fad475c6548e5c393f55354cf218640d1c9e48ebd0d73ccbb02c2221f2d8171e",
+        "zones/*.log": "5ca330157162414a65ed9bb41d30290b21282e40ae0f9c1d6b3fc08fb96da68f",
+        "zones/*.state.json": "c3fdfb6a3366862b16c532184edfd0de1ca48b4bad28f3cdac846cbaced0627a",
+    },
+    "golden-nsec.example": {
+        "build/*.ds": "5fa72fea82238501b8fb10af930cb75cc004cba0478de6490fd3345721812bc4",
+        "build/*.envelopes": "9aa8e95a5508de226d9e952a2c4aa80e867f9b71cd1531be1b1cf4a584188a77",
+        "build/*.zone": "591741881510a823bc53db9f86f4777f8f53179c7fc0e605d7b467402d4deb7a",
+        "zones/*.log": "d2e3a7ef6b3b374bb5927588d1ab4e3c8f4533e2755e69438aa2763f5379324d",
+        "zones/*.state.json": "187eb08a2f7097d142b0c3e53bd3e9088a05792e36399dddb80a3742eaa0f433",
+    },
+    "golden-nsec3.example": {
+        "build/*.ds": "b8f2d47b86c0cbfd3bdac998a81fb8acad5d0f97b418708784705d7b02f51d10",
+        "build/*.envelopes": "003794c79e0dfe1758e2d245ecffcb043491a8d9a1923f9ddb198ad835b4c82d",
+        "build/*.zone": "f33a5e03c5a70034bf8e298a8dfd04f0734556ec3a2bfd25e984d14c48d5c174",
+        "zones/*.log": "b2604804367cdbecc4aca75d37fd99620e92a170b1fa2af6a9d43906407f013d",
+        "zones/*.state.json": "ac37c3ca1994d5a6dfbe22c40d917b28501a9be773c6595c6eb0f23142ed7cdb",
+    },
+}
+
+
+def _seed(*parts: str) -> bytes:
+    return hashlib.sha256("\0".join(("alter-publish golden", *parts)).encode()).digest()
+
+
+def _write_private(path: Path, data: bytes) -> None:
+    path.parent.mkdir(parents=True, exist_ok=True)
+    fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
+    with os.fdopen(fd, "wb") as handle:
+        handle.write(data)
+
+
+def _pem(seed: bytes) -> bytes:
+    return Ed25519PrivateKey.from_private_bytes(seed).private_bytes(
+        serialization.Encoding.PEM,
+        serialization.PrivateFormat.PKCS8,
+        serialization.NoEncryption(),
+    )
+
+
+def _public(seed: bytes) -> bytes:
+    return (
+        Ed25519PrivateKey.from_private_bytes(seed)
+        .public_key()
+        .public_bytes(serialization.Encoding.Raw, serialization.PublicFormat.Raw)
+    )
+
+
+def _b64url(data: bytes) -> str:
+    return base64.urlsafe_b64encode(data).rstrip(b"=").decode()
+
+
+def _write_keys(keys: Path, zone: str, handle_dirs: list[str]) -> None:
+    """Epoch-1 handle keys and a KSK and ZSK in the key store's layout, from fixed seeds."""
+    for name in handle_dirs:
+        _write_private(keys / zone / name / "1.pem", _pem(_seed(zone, name, "key")))
+        secret = _b64url(_seed(zone, name, "secret")).encode() + b"\n"
+        _write_private(keys / zone / name / "1.secret", secret)
+    entries = []
+    for role, flags in (("ksk", 257), ("zsk", 256)):
+        seed = _seed(zone, role)
+        public = _public(seed)
+        dnskey = dns.rdata.from_text(
+            dns.rdataclass.IN,
+            dns.rdatatype.DNSKEY,
+            f"{flags} 3 15 {base64.b64encode(public).decode()}",
+        )
+        assert isinstance(dnskey, dns.rdtypes.ANY.DNSKEY.DNSKEY)
+        tag = dns.dnssec.key_id(dnskey)
+        file = f"{role}-{tag:05d}.pem"
+        _write_private(keys / zone / "_dnssec" / file, _pem(seed))
+        entries.append(
+            {
+                "algorithm": 15,
+                "created": NOW,
+                "file": file,
+                "public_key": _b64url(public),
+                "role": role,
+                "since": NOW,
+                "state": "active",
+                "tag": tag,
+            }
+        )
+    index = {"format": "alter-publish/zone-keys/1", "keys": entries}
+    (keys / zone / "_dnssec" / "keys.json").write_text(json.dumps(index, indent=2) + "\n")
+
+
+def _generated(zone: str, denial: str) -> tuple[str, list[str]]:
+    lines = [
+        f"zone: {zone}",
+        "ttl: 1h",
+        f"ns: [ns1.{zone}.]",
+        "hosts: {ns1: [192.0.2.1]}",
+        f"dnssec: {{enabled: true, denial: {denial}}}",
+        "handles:",
+        f"  - handle: ~{zone}",
+    ]
+    names = [zone]
+    for n in range(1, GENERATED_HANDLES):
+        name = TIERS[n % len(TIERS)].format(n=n)
+        names.append(name)
+        lines.append(
+            f"  - {{handle: ~{name}, resolver: 'https://{zone}/{n}'}}"
+            if n % 10 == 0
+            else f"  - ~{name}"
+        )
+    return "\n".join(lines) + "\n", names
+
+
+CASES = {
+    "example.com": None,
+    "golden-nsec.example": "nsec",
+    "golden-nsec3.example": "nsec3",
+}
+
+
+def _workspace(root: Path, zone: str) -> Path:
+    denial = CASES[zone]
+    definition = root / "zones" / f"{zone}.yaml"
+    definition.parent.mkdir(parents=True)
+    if denial is None:
+        shutil.copy(EXAMPLE, definition)
+        handle_dirs = ["example.com", "blake", "drew", "deploy.bot", "cc-opus-4-7"]
+    else:
+        text, names = _generated(zone, denial)
+        definition.write_text(text, encoding="utf-8")
+        handle_dirs = names
+    _write_keys(root / "keys", zone, handle_dirs)
+    return definition
+
+
+def _path(name: str, zone: str) -> str:
+    path = name.replace("*", zone)
+    return path + ".json" if path.endswith(".envelopes") else path
+
+
+def _outputs(root: Path, zone: str) -> dict[str, str]:
+    names = ["build/*.zone", "build/*.envelopes", "build/*.ds", "zones/*.log"]
+    names.append("zones/*.state.json")
+    return {
+        name: hashlib.sha256((root / _path(name, zone)).read_bytes()).hexdigest() for name in names
+    }
+
+
+@pytest.mark.parametrize("zone", list(CASES), ids=list(CASES))
+def test_a_full_sign_writes_the_golden_bytes(tmp_path: Path, zone: str) -> None:
+    definition = _workspace(tmp_path, zone)
+    completed = subprocess.run(
+        [
+            sys.executable,
+            "-m",
+            "alter_publish",
+            "sign",
+            str(definition),
+            "--keys",
+            str(tmp_path / "keys"),
+            "--out",
+            str(tmp_path / "build"),
+            "--now",
+            str(NOW),
+            "--allow-simulated-time",
+            "--jobs",
+            "2",
+        ],
+        cwd=tmp_path,
+        capture_output=True,
+        text=True,
+        check=False,
+        timeout=300,
+    )
+    assert completed.returncode == 0, completed.stderr
+    assert _outputs(tmp_path, zone) == GOLDEN[zone]
