@@ -8,7 +8,7 @@ from pathlib import Path
 
 import pytest
 
-from alter_publish.keys import KeyStore
+from alter_publish.keys.store import KeyStore
 
 REPO = Path(__file__).resolve().parents[1]
 EXAMPLE_ZONE = REPO / "zones" / "example.com.yaml"

@@ -5,7 +5,6 @@ The public API is what ``__all__`` lists; everything else may change.
 
 from __future__ import annotations
 
-from alter_publish.envelope import Envelope, Revocation, parse_record, verify_record
 from alter_publish.errors import (
     AlterError,
     DefinitionError,
@@ -20,8 +19,9 @@ from alter_publish.errors import (
     UsageError,
     VerificationError,
 )
-from alter_publish.handles import AlterURI, Handle, Tier, parse_handle, parse_uri
-from alter_publish.identitylog import merkle_root
+from alter_publish.format.envelope import Envelope, Revocation, parse_record, verify_record
+from alter_publish.format.handles import AlterURI, Handle, Tier, parse_handle, parse_uri
+from alter_publish.format.identitylog import merkle_root
 from alter_publish.version import __version__
 
 __all__ = [

@@ -26,6 +26,7 @@ import dns.rdatatype
 import dns.zone
 import pytest
 
+from alter_publish.dns.server import ZoneServer
 from alter_publish.errors import (
     EXIT_DEFINITION,
     EXIT_KEY,
@@ -33,7 +34,6 @@ from alter_publish.errors import (
     EXIT_USAGE,
     EXIT_VERIFICATION,
 )
-from alter_publish.server import ZoneServer
 from tests.cli.workspace import (
     ERROR_PREFIX,
     NOW,

@@ -20,7 +20,7 @@ from cryptography.hazmat.primitives import serialization
 from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PrivateKey
 
 from alter_publish.errors import EXIT_DEFINITION, EXIT_KEY, EXIT_OK, EXIT_OUTPUT, EXIT_USAGE
-from alter_publish.keys import KeyStore
+from alter_publish.keys.store import KeyStore
 from tests.cli.workspace import (
     NOW,
     ZONE,

@@ -24,7 +24,7 @@ import pytest
 from cryptography.hazmat.primitives import serialization
 from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PrivateKey
 
-from alter_publish.envelope import b64url
+from alter_publish.dns.server import ZoneServer
 from alter_publish.errors import (
     EXIT_DEFINITION,
     EXIT_KEY,
@@ -32,8 +32,8 @@ from alter_publish.errors import (
     EXIT_USAGE,
     EXIT_VERIFICATION,
 )
+from alter_publish.format.envelope import b64url
 from alter_publish.pipeline import read_zone_file
-from alter_publish.server import ZoneServer
 from tests.cli.workspace import (
     NOW,
     ZONE,

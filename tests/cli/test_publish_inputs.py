@@ -28,7 +28,7 @@ import dns.rdtypes.ANY.TXT
 import dns.zone
 import pytest
 
-from alter_publish.envelope import split_txt
+from alter_publish.dns.server import ZoneServer
 from alter_publish.errors import (
     EXIT_DRIFT,
     EXIT_NETWORK,
@@ -36,8 +36,8 @@ from alter_publish.errors import (
     EXIT_OUTPUT,
     EXIT_USAGE,
 )
+from alter_publish.format.envelope import split_txt
 from alter_publish.pipeline import read_zone_file
-from alter_publish.server import ZoneServer
 from tests.cli.workspace import (
     NOW,
     ZONE,

@@ -13,8 +13,8 @@ import time
 
 import pytest
 
-from alter_publish.clock import SIMULATED_TIME_FLAG
 from alter_publish.errors import EXIT_OK, EXIT_USAGE, EXIT_VERIFICATION
+from alter_publish.pipeline.clock import SIMULATED_TIME_FLAG
 from tests.cli.workspace import (
     NOW,
     ZONE,

@@ -7,7 +7,7 @@ import subprocess
 import sys
 from pathlib import Path
 
-from alter_publish.clock import SIMULATED_TIME_FLAG
+from alter_publish.pipeline.clock import SIMULATED_TIME_FLAG
 from tests.conftest import NOW, Workspace
 
 

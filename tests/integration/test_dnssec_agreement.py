@@ -41,12 +41,12 @@ import dns.rdtypes.ANY.TXT
 import dns.zone
 import pytest
 
-from alter_publish.handles import parse_handle
-from alter_publish.keys import KeyStore
+from alter_publish.dns.server import ZoneServer
+from alter_publish.dns.validation import TrustAnchor, read_trust_anchors
+from alter_publish.format.handles import parse_handle
+from alter_publish.keys.store import KeyStore
 from alter_publish.pipeline import ZoneResult, read_zone_file, sign
-from alter_publish.resolver import Resolution, resolve
-from alter_publish.server import ZoneServer
-from alter_publish.validation import TrustAnchor, read_trust_anchors
+from alter_publish.verify.resolve import Resolution, resolve
 from tests.conftest import EXAMPLE_ZONE
 from tests.integration.dnssec_tools import (
     ToolResult,

@@ -23,7 +23,7 @@ import dns.zone
 import pytest
 from cryptography.hazmat.primitives.asymmetric import ed25519
 
-from alter_publish.server import ZoneServer
+from alter_publish.dns.server import ZoneServer
 from tests.conftest import NOW
 from tests.integration.dnssec_tools import (
     Unbound,

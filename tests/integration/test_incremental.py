@@ -18,11 +18,11 @@ from typing import Any
 import pytest
 
 from alter_publish import pipeline
-from alter_publish.incremental import memo_path
-from alter_publish.keys import KeyStore
-from alter_publish.lifecycle import rotate
-from alter_publish.model import load_zone
+from alter_publish.definition.model import load_zone
+from alter_publish.keys.lifecycle import rotate
+from alter_publish.keys.store import KeyStore
 from alter_publish.pipeline import SignReport, sign
+from alter_publish.pipeline.incremental import memo_path
 from tests.conftest import NOW
 
 ZONE = "patch.example"

@@ -14,12 +14,13 @@ import shutil
 
 import pytest
 
-from alter_publish import keyops, pipeline
+from alter_publish import pipeline
+from alter_publish.definition.model import load_zone
 from alter_publish.errors import KeyStoreError, RenderError, UsageError
-from alter_publish.handles import parse_handle
-from alter_publish.keys import PASSPHRASE_ENV, KeyStore, ZoneKeyRole, passphrase_from_env
-from alter_publish.lifecycle import RotationMode, revocations_path_for, rotate
-from alter_publish.model import load_zone
+from alter_publish.format.handles import parse_handle
+from alter_publish.keys import commands as keyops
+from alter_publish.keys.lifecycle import RotationMode, revocations_path_for, rotate
+from alter_publish.keys.store import PASSPHRASE_ENV, KeyStore, ZoneKeyRole, passphrase_from_env
 from tests.conftest import NOW, Workspace
 
 DAY = 86400

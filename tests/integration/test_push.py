@@ -24,10 +24,10 @@ import dns.rdatatype
 import dns.update
 import pytest
 
-from alter_publish import push as publishing
-from alter_publish.clock import SIMULATED_TIME_FLAG
+from alter_publish.definition.model import load_zone
 from alter_publish.errors import EXIT_DRIFT, EXIT_NETWORK, EXIT_OK, EXIT_USAGE
-from alter_publish.model import load_zone
+from alter_publish.pipeline.clock import SIMULATED_TIME_FLAG
+from alter_publish.publish import push as publishing
 from tests.conftest import EXAMPLE_ZONE
 from tests.integration.servers import AuthoritativeServer, Knot, Named, make_tsig_key
 

@@ -29,19 +29,20 @@ import dns.zone
 import pytest
 from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PrivateKey
 
-from alter_publish import keyops, pipeline
-from alter_publish.dnssec import SignatureWindow, ds_line, sign_zone
-from alter_publish.keys import ZoneKey, ZoneKeyRole, ZoneKeyState
-from alter_publish.model import DNSSECSpec, load_zone
-from alter_publish.proof import ABSENT_PROBE
-from alter_publish.render import parse_zone_text
-from alter_publish.server import ZoneServer
-from alter_publish.validation import (
+from alter_publish import pipeline
+from alter_publish.definition.model import DNSSECSpec, load_zone
+from alter_publish.dns.dnssec import SignatureWindow, ds_line, sign_zone
+from alter_publish.dns.server import ZoneServer
+from alter_publish.dns.validation import (
     DNSSECStatus,
     parse_trust_anchors,
     validate_dnskeys,
     validate_response,
 )
+from alter_publish.dns.zonetext import parse_zone_text
+from alter_publish.keys import commands as keyops
+from alter_publish.keys.store import ZoneKey, ZoneKeyRole, ZoneKeyState
+from alter_publish.verify.proof import ABSENT_PROBE
 from tests.conftest import NOW, Workspace
 from tests.integration.dnssec_tools import Unbound, require_tool
 

@@ -25,11 +25,21 @@ import pytest
 from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PrivateKey
 
 from alter_publish import pipeline
-from alter_publish.dnssec import SignatureWindow, sign_zone
-from alter_publish.envelope import Envelope, Revocation, parse_record, sign_envelope, split_txt
+from alter_publish.definition.model import load_zone
+from alter_publish.dns.dnssec import SignatureWindow, sign_zone
+from alter_publish.dns.server import ZoneServer
+from alter_publish.dns.validation import read_trust_anchors
+from alter_publish.dns.zonetext import parse_zone_text
 from alter_publish.errors import KeyStoreError
-from alter_publish.handles import parse_handle
-from alter_publish.lifecycle import (
+from alter_publish.format.envelope import (
+    Envelope,
+    Revocation,
+    parse_record,
+    sign_envelope,
+    split_txt,
+)
+from alter_publish.format.handles import parse_handle
+from alter_publish.keys.lifecycle import (
     RevocationEntry,
     RotationMode,
     add_revocation,
@@ -37,12 +47,8 @@ from alter_publish.lifecycle import (
     revoke,
     rotate,
 )
-from alter_publish.model import load_zone
-from alter_publish.pins import PinStore
-from alter_publish.render import parse_zone_text
-from alter_publish.resolver import Resolution, resolve
-from alter_publish.server import ZoneServer
-from alter_publish.validation import read_trust_anchors
+from alter_publish.verify.pins import PinStore
+from alter_publish.verify.resolve import Resolution, resolve
 from tests.conftest import NOW, Workspace
 
 BLAKE = parse_handle("~blake")

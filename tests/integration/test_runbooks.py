@@ -28,13 +28,14 @@ import dns.rdatatype
 import dns.zone
 import pytest
 
-from alter_publish import keyops, pipeline
+from alter_publish import pipeline
 from alter_publish.cli import cli_command
-from alter_publish.clock import SIMULATED_TIME_FLAG
-from alter_publish.envelope import Envelope, parse_record, verify_record
-from alter_publish.handles import parse_handle
-from alter_publish.keys import KeyStore, ZoneKeyRole
-from alter_publish.lifecycle import read_revocations, revocations_path_for
+from alter_publish.format.envelope import Envelope, parse_record, verify_record
+from alter_publish.format.handles import parse_handle
+from alter_publish.keys import commands as keyops
+from alter_publish.keys.lifecycle import read_revocations, revocations_path_for
+from alter_publish.keys.store import KeyStore, ZoneKeyRole
+from alter_publish.pipeline.clock import SIMULATED_TIME_FLAG
 from tests.conftest import EXAMPLE_ZONE, NOW, REPO
 
 RUNBOOKS = REPO / "docs" / "runbooks"

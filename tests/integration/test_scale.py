@@ -30,8 +30,8 @@ from cryptography.hazmat.primitives import serialization
 from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PrivateKey
 
 from alter_publish import verify_record
-from alter_publish.handles import parse_handle
-from alter_publish.keys import KeyStore
+from alter_publish.format.handles import parse_handle
+from alter_publish.keys.store import KeyStore
 from alter_publish.pipeline import sign
 
 HANDLES = 20_000

@@ -12,10 +12,10 @@ import dns.zone
 import pytest
 
 from alter_publish import merkle_root, verify_record
-from alter_publish.envelope import parse_envelope
 from alter_publish.errors import KeyStoreError
-from alter_publish.identitylog import read_log
-from alter_publish.keys import KeyStore
+from alter_publish.format.envelope import parse_envelope
+from alter_publish.format.identitylog import read_log
+from alter_publish.keys.store import KeyStore
 from alter_publish.pipeline import SignReport, default_templates_dir, sign, verify
 from tests.conftest import NOW, Workspace
 

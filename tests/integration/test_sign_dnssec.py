@@ -22,9 +22,9 @@ import dns.zone
 import pytest
 from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PrivateKey
 
-from alter_publish.dnssec import INCEPTION_BACKDATE_SECONDS, ds_records
+from alter_publish.dns.dnssec import INCEPTION_BACKDATE_SECONDS, ds_records
 from alter_publish.errors import KeyStoreError
-from alter_publish.keys import KeyStore, ZoneKey, ZoneKeyRole
+from alter_publish.keys.store import KeyStore, ZoneKey, ZoneKeyRole
 from alter_publish.pipeline import SignReport, ZoneResult, sign, verify
 from tests.conftest import NOW, Workspace
 

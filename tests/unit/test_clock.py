@@ -4,9 +4,9 @@ from __future__ import annotations
 
 import pytest
 
-from alter_publish.clock import CLOCK_FLOOR, SIMULATED_TIME_FLAG, check_now, serial_warning
-from alter_publish.envelope import CLOCK_SKEW_SECONDS
 from alter_publish.errors import EXIT_USAGE, UsageError
+from alter_publish.format.envelope import CLOCK_SKEW_SECONDS
+from alter_publish.pipeline.clock import CLOCK_FLOOR, SIMULATED_TIME_FLAG, check_now, serial_warning
 
 CLOCK = 1_795_612_000  # 2026-11-25T12:26:40Z
 TEN_YEARS = 3650 * 86400

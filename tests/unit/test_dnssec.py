@@ -16,7 +16,8 @@ import dns.zone
 import pytest
 from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PrivateKey
 
-from alter_publish.dnssec import (
+from alter_publish.definition.model import DNSSECSpec
+from alter_publish.dns.dnssec import (
     INCEPTION_BACKDATE_SECONDS,
     SignatureWindow,
     choose_window,
@@ -24,8 +25,7 @@ from alter_publish.dnssec import (
     sign_zone,
 )
 from alter_publish.errors import SigningError
-from alter_publish.keys import ZoneKey, ZoneKeyRole
-from alter_publish.model import DNSSECSpec
+from alter_publish.keys.store import ZoneKey, ZoneKeyRole
 
 NOW = 1767225600
 ORIGIN = dns.name.from_text("example.com.")

@@ -11,8 +11,7 @@ import yaml
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from alter_publish.errors import EXIT_DEFINITION, DefinitionError
-from alter_publish.model import (
+from alter_publish.definition.model import (
     DEFAULT_SIGNATURE_REFRESH_SECONDS,
     DEFAULT_SIGNATURE_VALIDITY_SECONDS,
     NSEC3_ITERATIONS_MAX,
@@ -24,6 +23,7 @@ from alter_publish.model import (
     ZoneSpec,
     load_zone,
 )
+from alter_publish.errors import EXIT_DEFINITION, DefinitionError
 
 EXAMPLE_ZONE = Path(__file__).resolve().parents[2] / "zones" / "example.com.yaml"
 ZONE_FILE = "example.com.yaml"

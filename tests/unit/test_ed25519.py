@@ -10,7 +10,7 @@ from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PrivateKey
 from hypothesis import given
 from hypothesis import strategies as st
 
-from alter_publish.ed25519 import SigningKey, verify
+from alter_publish.format.ed25519 import SigningKey, verify
 
 L = 2**252 + 27742317777372353535851937790883648493  # the group order
 

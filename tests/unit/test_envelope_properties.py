@@ -7,7 +7,8 @@ from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PrivateKey
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from alter_publish.envelope import (
+from alter_publish.errors import AlterError, VerificationError
+from alter_publish.format.envelope import (
     Envelope,
     parse_envelope,
     parse_record,
@@ -16,9 +17,14 @@ from alter_publish.envelope import (
     split_txt,
     tags_to_text,
 )
-from alter_publish.errors import AlterError, VerificationError
-from alter_publish.handles import parse_handle, parse_uri
-from alter_publish.identitylog import EMPTY_ROOT, MerkleTree, leaf_hash, merkle_root, node_hash
+from alter_publish.format.handles import parse_handle, parse_uri
+from alter_publish.format.identitylog import (
+    EMPTY_ROOT,
+    MerkleTree,
+    leaf_hash,
+    merkle_root,
+    node_hash,
+)
 
 LABEL = st.from_regex(r"[a-z][a-z0-9-]{0,20}", fullmatch=True)
 TAG_NAME = st.from_regex(r"[a-z][a-z0-9_]{0,6}", fullmatch=True)

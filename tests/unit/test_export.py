@@ -27,9 +27,12 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from alter_publish import pipeline
-from alter_publish.envelope import split_txt
+from alter_publish.definition.model import ZoneSpec, load_zone
 from alter_publish.errors import EXIT_OUTPUT, RenderError
-from alter_publish.export import (
+from alter_publish.format.envelope import split_txt
+from alter_publish.keys.lifecycle import RotationMode, rotate
+from alter_publish.pipeline import output_paths
+from alter_publish.publish.export import (
     WELL_KNOWN_FORMAT,
     ExportFormat,
     ExportRecord,
@@ -45,9 +48,6 @@ from alter_publish.export import (
     render_octodns,
     write_export,
 )
-from alter_publish.lifecycle import RotationMode, rotate
-from alter_publish.model import ZoneSpec, load_zone
-from alter_publish.pipeline import output_paths
 from tests.conftest import EXAMPLE_ZONE, NOW, Workspace
 
 ZONE = "example.com"

@@ -1,8 +1,8 @@
-"""Tests for alter_publish.fastcheck, with the full validator as the oracle.
+"""Tests for alter_publish.dns.fastcheck, with the full validator as the oracle.
 
-A small zone is signed with :func:`alter_publish.dnssec.sign_zone` (real Ed25519 keys)
-and served by :class:`alter_publish.server.ZoneServer` on 127.0.0.1. The fast path
-must give the texts the :class:`~alter_publish.resolver.StubResolver` gives for every
+A small zone is signed with :func:`alter_publish.dns.dnssec.sign_zone` (real Ed25519 keys)
+and served by :class:`alter_publish.dns.server.ZoneServer` on 127.0.0.1. The fast path
+must give the texts the :class:`~alter_publish.verify.resolve.StubResolver` gives for every
 secure positive answer, None for everything else, and never accept what the full path
 (dnspython parsing, ``is_response``, :func:`validate_response`) refuses.
 
@@ -42,9 +42,9 @@ from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PrivateKey
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from alter_publish.dnssec import SignatureWindow, sign_zone
-from alter_publish.errors import ResolveError, ServeError
-from alter_publish.fastcheck import (
+from alter_publish.definition.model import DNSSECSpec
+from alter_publish.dns.dnssec import SignatureWindow, sign_zone
+from alter_publish.dns.fastcheck import (
     EDNS_PAYLOAD_OCTETS,
     QUERY_TRIES,
     ZoneKeys,
@@ -54,12 +54,12 @@ from alter_publish.fastcheck import (
     query_wire,
     secure_txt,
 )
-from alter_publish.keys import ZoneKey, ZoneKeyRole
-from alter_publish.model import DNSSECSpec
-from alter_publish.render import txt_text
-from alter_publish.resolver import Answer, StubResolver
-from alter_publish.server import ZoneServer
-from alter_publish.validation import DNSSECStatus, parse_trust_anchors, validate_response
+from alter_publish.dns.server import ZoneServer
+from alter_publish.dns.validation import DNSSECStatus, parse_trust_anchors, validate_response
+from alter_publish.dns.zonetext import txt_text
+from alter_publish.errors import ResolveError, ServeError
+from alter_publish.keys.store import ZoneKey, ZoneKeyRole
+from alter_publish.verify.resolve import Answer, StubResolver
 
 NOW = 1_767_225_600  # 2026-01-01T00:00:00Z
 ORIGIN = dns.name.from_text("example.com.")

@@ -7,15 +7,15 @@ from pathlib import Path
 
 import pytest
 
-from alter_publish.identitylog import (
+from alter_publish.definition.loader import load_yaml_text
+from alter_publish.format.identitylog import (
     LogEntry,
     MerkleTree,
     append_lines,
     read_log,
     read_owner_entries,
 )
-from alter_publish.incremental import Memo, apply_edits, shift, split_entries
-from alter_publish.loader import load_yaml_text
+from alter_publish.pipeline.incremental import Memo, apply_edits, shift, split_entries
 
 LAYOUTS = {
     "plain": "zone: a.example\nhandles:\n  - ~a\n  - ~b\n  - ~c\n",

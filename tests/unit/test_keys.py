@@ -8,10 +8,10 @@ from pathlib import Path
 
 import pytest
 
-from alter_publish.envelope import b64url, revocation_commitment
 from alter_publish.errors import KeyStoreError
-from alter_publish.handles import parse_handle
-from alter_publish.keys import (
+from alter_publish.format.envelope import b64url, revocation_commitment
+from alter_publish.format.handles import parse_handle
+from alter_publish.keys.store import (
     PASSPHRASE_ENV,
     PASSPHRASE_FILE_ENV,
     ROTATION_FORMAT,

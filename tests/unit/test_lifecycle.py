@@ -11,7 +11,9 @@ import dns.zone
 import pytest
 from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PrivateKey
 
-from alter_publish.envelope import (
+from alter_publish.definition.model import ZoneSpec, load_zone
+from alter_publish.errors import DefinitionError, KeyStoreError, UsageError, VerificationError
+from alter_publish.format.envelope import (
     Envelope,
     Revocation,
     b64url,
@@ -19,11 +21,9 @@ from alter_publish.envelope import (
     sign_envelope,
     verify_record,
 )
-from alter_publish.errors import DefinitionError, KeyStoreError, UsageError, VerificationError
-from alter_publish.handles import parse_handle
-from alter_publish.identitylog import read_log
-from alter_publish.keys import Continuity
-from alter_publish.lifecycle import (
+from alter_publish.format.handles import parse_handle
+from alter_publish.format.identitylog import read_log
+from alter_publish.keys.lifecycle import (
     REVOCATIONS_FORMAT,
     HandleStatus,
     LogIndex,
@@ -36,7 +36,7 @@ from alter_publish.lifecycle import (
     rotate,
     zone_handle_status,
 )
-from alter_publish.model import ZoneSpec, load_zone
+from alter_publish.keys.store import Continuity
 from alter_publish.pipeline import SignReport, sign
 from tests.conftest import NOW, Workspace
 

@@ -1,4 +1,4 @@
-"""alter_publish.loader: YAML nodes that remember file:line:col, and file-level errors."""
+"""definition.loader: YAML nodes that remember file:line:col, and file-level errors."""
 
 from __future__ import annotations
 
@@ -6,9 +6,9 @@ from pathlib import Path
 
 import pytest
 
-from alter_publish import loader
+from alter_publish.definition import loader
+from alter_publish.definition.loader import Mark, Node, load_yaml
 from alter_publish.errors import EXIT_DEFINITION, DefinitionError
-from alter_publish.loader import Mark, Node, load_yaml
 
 
 def write(tmp_path: Path, content: bytes | str, name: str = "zone.yaml") -> Path:

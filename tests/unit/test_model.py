@@ -1,4 +1,4 @@
-"""alter_publish.model: zone definitions, every problem with its file:line:col, round trips."""
+"""definition.model: zone definitions, every problem with its file:line:col, round trips."""
 
 from __future__ import annotations
 
@@ -11,9 +11,7 @@ import yaml
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from alter_publish.errors import EXIT_DEFINITION, DefinitionError, HandleError
-from alter_publish.handles import Tier, parse_handle
-from alter_publish.model import (
+from alter_publish.definition.model import (
     DEFAULT_LIFETIME_SECONDS,
     DEFAULT_RENEW_BEFORE_SECONDS,
     DEFAULT_SOA_EXPIRE_SECONDS,
@@ -28,6 +26,8 @@ from alter_publish.model import (
     load_zone,
     parse_duration,
 )
+from alter_publish.errors import EXIT_DEFINITION, DefinitionError, HandleError
+from alter_publish.format.handles import Tier, parse_handle
 
 EXAMPLE_ZONE = Path(__file__).resolve().parents[2] / "zones" / "example.com.yaml"
 ZONE_FILE = "example.com.yaml"

@@ -9,7 +9,8 @@ from pathlib import Path
 import pytest
 from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PrivateKey
 
-from alter_publish.envelope import (
+from alter_publish.errors import UsageError, VerificationError
+from alter_publish.format.envelope import (
     Envelope,
     Revocation,
     b64url,
@@ -18,9 +19,8 @@ from alter_publish.envelope import (
     verify_envelope,
     verify_record,
 )
-from alter_publish.errors import UsageError, VerificationError
-from alter_publish.handles import parse_handle
-from alter_publish.pins import PINS_FORMAT, Pin, PinStore
+from alter_publish.format.handles import parse_handle
+from alter_publish.verify.pins import PINS_FORMAT, Pin, PinStore
 from tests.conftest import NOW
 
 BLAKE = parse_handle("~blake")

@@ -1,4 +1,4 @@
-"""Tests for alter_publish.push: TSIG key files, record ownership, plans and UPDATE messages.
+"""Tests for publish.push: TSIG key files, record ownership, plans and UPDATE messages.
 
 No daemons: where a server is needed, the embedded :class:`ZoneServer` serves the
 example zone signed by the real pipeline. It refuses zone transfers, so
@@ -37,14 +37,14 @@ import pytest
 from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PrivateKey
 
 from alter_publish import pipeline
-from alter_publish import push as publishing
-from alter_publish.envelope import Revocation, sign_envelope, split_txt
+from alter_publish.definition.model import ZoneSpec, load_zone
+from alter_publish.dns.server import ZoneServer
+from alter_publish.dns.zonetext import parse_zone_text
 from alter_publish.errors import EXIT_NETWORK, EXIT_USAGE, RenderError, UsageError
-from alter_publish.handles import parse_handle
-from alter_publish.lifecycle import rotate
-from alter_publish.model import ZoneSpec, load_zone
-from alter_publish.render import parse_zone_text
-from alter_publish.server import ZoneServer
+from alter_publish.format.envelope import Revocation, sign_envelope, split_txt
+from alter_publish.format.handles import parse_handle
+from alter_publish.keys.lifecycle import rotate
+from alter_publish.publish import push as publishing
 from tests.conftest import EXAMPLE_ZONE, NOW, Workspace
 
 ZONE = "example.com"

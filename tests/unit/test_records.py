@@ -10,7 +10,7 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from alter_publish.records import (
+from alter_publish.dns.records import (
     HandleRecord,
     from_zone,
     labels_of,

@@ -6,12 +6,12 @@ import dns.zone
 import pytest
 from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PrivateKey
 
-from alter_publish.envelope import Envelope, Revocation, sign_envelope
-from alter_publish.handles import parse_handle
-from alter_publish.identitylog import EMPTY_ROOT
-from alter_publish.render import txt_rdata_text
-from alter_publish.resolver import DNSSECStatus, resolve, select_envelope
-from alter_publish.server import ZoneServer
+from alter_publish.dns.server import ZoneServer
+from alter_publish.format.envelope import Envelope, Revocation, sign_envelope
+from alter_publish.format.handles import parse_handle
+from alter_publish.format.identitylog import EMPTY_ROOT
+from alter_publish.pipeline.render import txt_rdata_text
+from alter_publish.verify.resolve import DNSSECStatus, resolve, select_envelope
 
 NOW = 1_767_225_600
 BLAKE = parse_handle("~blake")

@@ -9,11 +9,13 @@ from typing import TypeVar
 import dns.name
 import pytest
 
-from alter_publish import keyops, pipeline, rollover
-from alter_publish.dnssec import ds_line
-from alter_publish.keys import KeyStore, ZoneKey, ZoneKeyEntry, ZoneKeyRole, ZoneKeyState
-from alter_publish.model import DNSSECSpec, load_zone
-from alter_publish.rollover import RolloverError, RolloverTiming, StepResult
+from alter_publish import pipeline
+from alter_publish.definition.model import DNSSECSpec, load_zone
+from alter_publish.dns.dnssec import ds_line
+from alter_publish.keys import commands as keyops
+from alter_publish.keys import rollover
+from alter_publish.keys.rollover import RolloverError, RolloverTiming, StepResult
+from alter_publish.keys.store import KeyStore, ZoneKey, ZoneKeyEntry, ZoneKeyRole, ZoneKeyState
 from tests.conftest import NOW, Workspace
 
 AnyKey = TypeVar("AnyKey", ZoneKey, ZoneKeyEntry)

@@ -1,7 +1,7 @@
-"""Tests for alter_publish.server: the loopback authoritative DNS server.
+"""Tests for alter_publish.dns.server: the loopback authoritative DNS server.
 
-Most of these exercise the answering logic of alter_publish.zoneindex through
-the names alter_publish.server re-exports; NSEC3 proofs are tested in
+Most of these exercise the answering logic of alter_publish.dns.zoneindex through
+the names alter_publish.dns.server re-exports; NSEC3 proofs are tested in
 test_zoneindex.py, and seen through ``dig`` here.
 """
 
@@ -40,8 +40,7 @@ from cryptography.hazmat.primitives.asymmetric import ed25519
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from alter_publish.errors import ServeError
-from alter_publish.server import (
+from alter_publish.dns.server import (
     BIND_ATTEMPTS,
     EDNS_PAYLOAD_OCTETS,
     UDP_PAYLOAD_MAX_OCTETS,
@@ -49,6 +48,7 @@ from alter_publish.server import (
     ZoneServer,
     answer,
 )
+from alter_publish.errors import ServeError
 from tests.unit.test_zoneindex import Nsec3Params, make_nsec3_zone
 
 if TYPE_CHECKING:

@@ -1,4 +1,4 @@
-"""Tests for alter_publish.validation: real Ed25519 signatures, zones signed by dnspython.
+"""Tests for alter_publish.dns.validation: real Ed25519 signatures, zones signed by dnspython.
 
 NSEC zones are signed with ``dns.dnssec.sign_zone`` and answered by our
 server's pure :func:`answer`; dnspython 2.9 cannot sign with NSEC3 yet, so the
@@ -38,9 +38,8 @@ from cryptography.hazmat.primitives.asymmetric import ed25519
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from alter_publish.errors import UsageError
-from alter_publish.server import ZoneIndex, answer
-from alter_publish.validation import (
+from alter_publish.dns.server import ZoneIndex, answer
+from alter_publish.dns.validation import (
     DNSSECStatus,
     TrustAnchor,
     Validation,
@@ -50,6 +49,7 @@ from alter_publish.validation import (
     validate_dnskeys,
     validate_response,
 )
+from alter_publish.errors import UsageError
 
 NOW = 1_767_225_600  # 2026-01-01T00:00:00Z
 INCEPTION = NOW - 3600

@@ -10,7 +10,7 @@ from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PrivateKey
 
 import alter_publish
 from alter_publish import AlterError, parse_handle, parse_uri, verify_record
-from alter_publish.envelope import (
+from alter_publish.format.envelope import (
     CONTEXT_CONTINUITY,
     CONTEXT_ENVELOPE,
     Revocation,

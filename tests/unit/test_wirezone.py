@@ -1,6 +1,6 @@
-"""Tests for alter_publish.wirezone: the wire-level engine answers as the dnspython one does.
+"""Tests for alter_publish.dns.wirezone: the wire-level engine answers as the dnspython one does.
 
-The oracle is :func:`alter_publish.zoneindex.answer` over ``ZoneIndex.build([zone])``
+The oracle is :func:`alter_publish.dns.zoneindex.answer` over ``ZoneIndex.build([zone])``
 for the same zone. Every response is compared with the oracle's semantically:
 id, flags, rcode, EDNS (presence, version, flags, payload, option types), the
 question exactly as sent (0x20 case kept) and each section as a set of rrsets,
@@ -11,7 +11,7 @@ response may be truncated by the wire engine while the oracle's still fits
 
 The zones: about 130 ``_alter`` owners of sovereign, bot (``_alter.x.bot``,
 ``_alter.x.ops.bot``), instrument and dotted handles, with their empty
-non-terminals, unsigned and signed by :func:`alter_publish.dnssec.sign_zone`
+non-terminals, unsigned and signed by :func:`alter_publish.dns.dnssec.sign_zone`
 with NSEC, NSEC3, and salted iterated NSEC3.
 """
 
@@ -39,14 +39,14 @@ from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PrivateKey
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from alter_publish.dnssec import SignatureWindow, sign_zone
+from alter_publish.definition.model import DNSSECSpec
+from alter_publish.dns.dnssec import SignatureWindow, sign_zone
+from alter_publish.dns.server import ZoneServer
+from alter_publish.dns.validation import DNSSECStatus, validate_response
+from alter_publish.dns.wirezone import UnsupportedZoneError, WireRRset, WireZone
+from alter_publish.dns.zoneindex import ZoneIndex, answer
 from alter_publish.errors import AlterError, ServeError
-from alter_publish.keys import ZoneKey, ZoneKeyRole
-from alter_publish.model import DNSSECSpec
-from alter_publish.server import ZoneServer
-from alter_publish.validation import DNSSECStatus, validate_response
-from alter_publish.wirezone import UnsupportedZoneError, WireRRset, WireZone
-from alter_publish.zoneindex import ZoneIndex, answer
+from alter_publish.keys.store import ZoneKey, ZoneKeyRole
 
 NOW = 1_767_225_600  # 2026-01-01T00:00:00Z
 ORIGIN = dns.name.from_text("example.com.")

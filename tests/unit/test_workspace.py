@@ -6,14 +6,14 @@ from pathlib import Path
 
 import pytest
 
-from alter_publish.errors import UsageError
-from alter_publish.workspace import (
+from alter_publish.definition.workspace import (
     find_definition,
     find_definition_if_any,
     find_zone_files,
     workspace_for,
     workspace_root,
 )
+from alter_publish.errors import UsageError
 
 
 def _layout(root: Path) -> Path:

@@ -14,9 +14,9 @@ import pytest
 from cryptography.hazmat.primitives import serialization
 from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PrivateKey
 
-from alter_publish.envelope import b64url, public_bytes
 from alter_publish.errors import EXIT_KEY, KeyStoreError
-from alter_publish.keys import (
+from alter_publish.format.envelope import b64url, public_bytes
+from alter_publish.keys.store import (
     DNSKEY_FLAGS_KSK,
     DNSKEY_FLAGS_ZSK,
     PASSPHRASE_ENV,

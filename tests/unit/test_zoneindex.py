@@ -1,4 +1,4 @@
-"""Tests for alter_publish.zoneindex: NSEC3 denial proofs (RFC 5155 section 7.2).
+"""Tests for alter_publish.dns.zoneindex: NSEC3 denial proofs (RFC 5155 section 7.2).
 
 The NSEC3 zone is built here by hand (dnspython 2.9 cannot sign with NSEC3):
 one NSEC3 per authoritative name and per empty non-terminal, each rrset
@@ -32,10 +32,10 @@ import dns.zone
 import pytest
 from cryptography.hazmat.primitives.asymmetric import ed25519
 
-import alter_publish.server
-import alter_publish.zoneindex
+import alter_publish.dns.server
+import alter_publish.dns.zoneindex
+from alter_publish.dns.zoneindex import IndexedZone, ZoneIndex, answer
 from alter_publish.errors import ServeError
-from alter_publish.zoneindex import IndexedZone, ZoneIndex, answer
 
 ORIGIN = dns.name.from_text("example.com.")
 SOA_NEGATIVE_TTL = 300
@@ -606,18 +606,18 @@ def test_unknown_hash_algorithm_is_a_serve_error() -> None:
     "name",
     [
         pytest.param(name, id=name)
-        for name in alter_publish.server.__all__
-        if hasattr(alter_publish.zoneindex, name)
+        for name in alter_publish.dns.server.__all__
+        if hasattr(alter_publish.dns.zoneindex, name)
     ],
 )
 def test_server_reexports_zoneindex_names(name: str) -> None:
-    assert getattr(alter_publish.server, name) is getattr(alter_publish.zoneindex, name)
+    assert getattr(alter_publish.dns.server, name) is getattr(alter_publish.dns.zoneindex, name)
 
 
 def test_server_all_is_complete() -> None:
     expected = {"ZoneServer", "ZoneIndex", "IndexedZone", "Resolution", "answer"}
     assert expected | {"EDNS_PAYLOAD_OCTETS", "UDP_PAYLOAD_MAX_OCTETS"} <= set(
-        alter_publish.server.__all__
+        alter_publish.dns.server.__all__
     )
-    for name in alter_publish.server.__all__:
-        assert hasattr(alter_publish.server, name)
+    for name in alter_publish.dns.server.__all__:
+        assert hasattr(alter_publish.dns.server, name)

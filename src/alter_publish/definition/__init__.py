@@ -1,0 +1,1 @@
+"""The zone definition: YAML loader (file:line:col), the frozen zone model, the workspace."""

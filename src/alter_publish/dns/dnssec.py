@@ -1,0 +1,598 @@
+"""DNSSEC zone signing (Ed25519, RFC 8080): DNSKEY, NSEC or NSEC3 chain, RRSIGs, DS.
+
+Signing is deterministic: Ed25519 signatures depend only on the key and the
+signed bytes, and every RRSIG of a run shares one :class:`SignatureWindow`
+(inception and expiration). ``sign`` keeps the window of the previous run while
+it is outside the refresh period, so unchanged inputs give byte-identical output
+and RRSIGs are re-made only when they are due.
+
+The signing input is built here rather than through ``dns.dnssec.sign``: per
+RFC 4034 section 6 it is the RRSIG rdata without the signature followed by the
+rrset in canonical form (lowercased owner, original TTL, rdata sorted by their
+canonical wire form).
+"""
+
+from __future__ import annotations
+
+import base64
+import functools
+import hashlib
+import struct
+import time
+from collections.abc import Iterable, Iterator, Mapping, Sequence
+from dataclasses import dataclass, field
+
+import dns.dnssec
+import dns.dnssectypes
+import dns.name
+import dns.rdata
+import dns.rdataclass
+import dns.rdatatype
+import dns.rdtypes.util
+import dns.zone
+from cryptography.hazmat.primitives import serialization
+
+from alter_publish.definition.model import DNSSECSpec
+from alter_publish.dns.nsec3 import NSEC3_HASH_SHA1
+from alter_publish.dns.records import (
+    Labels,
+    RRs,
+    SignedRRs,
+    ZoneRecords,
+    canonical_key,
+    from_zone,
+    labels_of,
+    name_text,
+    name_wire,
+)
+from alter_publish.errors import SigningError
+from alter_publish.format.ed25519 import SigningKey
+from alter_publish.keys.store import ZoneKey, ZoneKeyEntry, ZoneKeyRole
+from alter_publish.parallel import Progress, Workers, ranges, shared
+
+ALGORITHM = dns.dnssectypes.Algorithm.ED25519
+INCEPTION_BACKDATE_SECONDS = 3600  # tolerate validators whose clocks run behind
+NSEC3PARAM_TTL_SECONDS = 0  # RFC 5155 4: not used by resolvers; 0 as BIND does
+DS_DIGEST = "SHA256"
+RRSIG_TIME_LIMIT = 2**32  # RRSIG times are 32-bit seconds (serial arithmetic aside)
+
+_IN = dns.rdataclass.IN
+_RRSIG = dns.rdatatype.RRSIG
+_NSEC = dns.rdatatype.NSEC
+_NSEC3 = dns.rdatatype.NSEC3
+_NSEC3PARAM = dns.rdatatype.NSEC3PARAM
+_DNSKEY = dns.rdatatype.DNSKEY
+_SOA = dns.rdatatype.SOA
+_TXT = dns.rdatatype.TXT
+_NS = dns.rdatatype.NS
+_DS = dns.rdatatype.DS
+_RRSIG_HEADER = struct.Struct("!HBBIIIH")
+_RR_FIXED = struct.Struct("!HHIH")
+_DNSSEC_TYPES = frozenset({_RRSIG, _NSEC, _NSEC3, _NSEC3PARAM, _DNSKEY})
+
+
+@dataclass(frozen=True, slots=True)
+class SignatureWindow:
+    """Inception and expiration (POSIX seconds) shared by every RRSIG of one signing."""
+
+    inception: int
+    expiration: int
+
+    @classmethod
+    def fresh(cls, now: int, validity: int) -> SignatureWindow:
+        """A new window: valid from an hour before ``now`` for ``validity`` seconds."""
+        return cls(inception=max(now - INCEPTION_BACKDATE_SECONDS, 0), expiration=now + validity)
+
+    def reusable(self, now: int, spec: DNSSECSpec) -> bool:
+        """True when signatures made in this window may stay: started, not yet due for refresh,
+        and made with the zone's current validity."""
+        return (
+            self.inception <= now < self.expiration - spec.refresh
+            and self.expiration - self.inception
+            == spec.signature_validity + INCEPTION_BACKDATE_SECONDS
+        )
+
+    def to_mapping(self) -> dict[str, int]:
+        """JSON-ready form."""
+        return {"inception": self.inception, "expiration": self.expiration}
+
+
+@dataclass(frozen=True, slots=True)
+class SignedZone:
+    """What signing added to a zone."""
+
+    records_text: str
+    ds_text: str
+    window: SignatureWindow
+    signatures: int
+    denial: str
+    max_ttl: int = 0  # the largest TTL of a signed rrset (RFC 7583's TTLsig)
+    #: Where each owner's lines start and end in ``records_text``.
+    blocks: Mapping[Labels, tuple[int, int]] = field(default_factory=dict)
+    #: Every rrset of the signed zone (the unsigned ones too), with its RRSIGs, in wire form.
+    rrsets: tuple[SignedRRs, ...] = ()
+
+
+def ds_line(origin: dns.name.Name, key: ZoneKey | ZoneKeyEntry, ttl: int) -> str:
+    """The DS (SHA-256) of one key as a master-file line."""
+    ds = dns.dnssec.make_ds(origin, key.dnskey, DS_DIGEST)
+    return f"{origin.to_text()} {ttl} IN DS {ds.to_text()}"
+
+
+def ds_records(
+    origin: dns.name.Name, keys: Sequence[ZoneKey | ZoneKeyEntry], ttl: int
+) -> tuple[str, ...]:
+    """The DS of each KSK the parent should hold (see ``ZoneKey.in_ds``), as master-file lines."""
+    return tuple(ds_line(origin, key, ttl) for key in keys if key.in_ds)
+
+
+def choose_window(previous: SignatureWindow | None, now: int, spec: DNSSECSpec) -> SignatureWindow:
+    """Keep the previous window while it is reusable, else start a fresh one."""
+    if previous is not None and previous.reusable(now, spec):
+        return previous
+    return SignatureWindow.fresh(now, spec.signature_validity)
+
+
+# --- canonical form ---------------------------------------------------------------
+
+
+def _sigtime(seconds: int) -> str:
+    return time.strftime("%Y%m%d%H%M%S", time.gmtime(seconds))
+
+
+@functools.cache
+def _rdtype_text(rdtype: int) -> str:
+    return dns.rdatatype.to_text(dns.rdatatype.RdataType.make(rdtype))
+
+
+@dataclass(frozen=True, slots=True)
+class _Bitmap:
+    """An NSEC/NSEC3 type bitmap: wire form and the text dnspython prints for it."""
+
+    wire: bytes
+    text: str
+
+    @classmethod
+    def of(cls, types: Iterable[int]) -> _Bitmap:
+        rdtypes = [dns.rdatatype.RdataType.make(rdtype) for rdtype in sorted(set(types))]
+        windows = dns.rdtypes.util.Bitmap.from_rdtypes(rdtypes).windows
+        wire = b"".join(bytes((window, len(bits))) + bits for window, bits in windows)
+        return cls(wire, dns.rdtypes.util.Bitmap(windows).to_text())
+
+
+# --- the zone's shape ---------------------------------------------------------------
+
+
+@dataclass(frozen=True, slots=True)
+class _Shape:
+    """Which names are authoritative, which are delegations, and the empty non-terminals."""
+
+    authoritative: tuple[Labels, ...]  # canonical order
+    cuts: frozenset[Labels]
+    empty_non_terminals: frozenset[Labels]
+
+
+def _shape(records: ZoneRecords) -> _Shape:
+    origin = records.origin
+    depth = len(origin)
+    cuts = frozenset(
+        labels
+        for labels, rrsets in records.owners.items()
+        if labels != origin and any(rrs.rdtype == _NS for rrs in rrsets)
+    )
+    names = sorted(records.owners, key=canonical_key)
+    if cuts:
+        names = [
+            name
+            for name in names
+            if not any(name[index:] in cuts for index in range(1, len(name) - depth))
+        ]
+    present = set(names)
+    ents: set[Labels] = set()
+    for name in names:
+        for index in range(1, len(name) - depth):
+            parent = name[index:]
+            if parent in present:
+                break
+            ents.add(parent)
+    return _Shape(tuple(names), cuts, frozenset(ents))
+
+
+def _types_at(rrsets: Iterable[RRs], *, delegation: bool) -> list[int]:
+    types = [rrs.rdtype for rrs in rrsets]
+    if delegation:
+        types = [rdtype for rdtype in types if rdtype in (_NS, _DS)]
+    return types
+
+
+def _negative_ttl(records: ZoneRecords) -> int:
+    soa = next((rrs for rrs in records.owners.get(records.origin, ()) if rrs.rdtype == _SOA), None)
+    if soa is None or not soa.wires:
+        raise SigningError("zone has no SOA at its apex", where=name_text(records.origin))
+    (minimum,) = struct.unpack("!I", soa.wires[0][-4:])
+    return min(int(minimum), soa.ttl)
+
+
+_Owners = dict[Labels, list[RRs]]
+
+
+def _add_nsec_chain(owners: _Owners, names: Mapping[Labels, str], shape: _Shape, ttl: int) -> None:
+    """One NSEC per authoritative name; the next name keeps its case (RFC 6840 5.1)."""
+    chain = shape.authoritative
+    bitmaps: dict[frozenset[int], _Bitmap] = {}
+    for index, name in enumerate(chain):
+        following = names[chain[(index + 1) % len(chain)]]
+        types = frozenset((*_types_at(owners[name], delegation=name in shape.cuts), _RRSIG, _NSEC))
+        bitmap = bitmaps.get(types) or bitmaps.setdefault(types, _Bitmap.of(types))
+        wire = name_wire(labels_of(following, lower=False))
+        owners[name].append(RRs(_NSEC, ttl, (wire + bitmap.wire,), (following + bitmap.text,)))
+
+
+def _nsec3_digest(name: Labels, salt: bytes, iterations: int) -> bytes:
+    """RFC 5155 5: SHA-1 over the canonical wire name and salt, iterated."""
+    digest = hashlib.sha1(name_wire(name) + salt, usedforsecurity=False).digest()
+    for _ in range(iterations):
+        digest = hashlib.sha1(digest + salt, usedforsecurity=False).digest()
+    return digest
+
+
+def _add_nsec3_chain(
+    owners: _Owners,
+    origin: Labels,
+    shape: _Shape,
+    ttl: int,
+    spec: DNSSECSpec,
+    sources: dict[Labels, Labels] | None = None,
+) -> tuple[Labels, ...]:
+    """Add NSEC3PARAM and one NSEC3 per authoritative name and empty non-terminal
+    (``sources``, if given, gets each NSEC3 owner's unhashed name).
+
+    Returns:
+        The NSEC3 owner names.
+    """
+    salt = bytes.fromhex(spec.nsec3_salt)
+    iterations = spec.nsec3_iterations
+    salt_text = salt.hex() if salt else "-"
+    fixed = struct.pack("!BBHB", NSEC3_HASH_SHA1, 0, iterations, len(salt)) + salt
+    owners[origin].append(
+        RRs(_NSEC3PARAM, NSEC3PARAM_TTL_SECONDS, (fixed,), (f"1 0 {iterations} {salt_text}",))
+    )
+    entries: list[tuple[bytes, frozenset[int], Labels]] = []
+    for name in (*shape.authoritative, *shape.empty_non_terminals):  # order: by hash, below
+        types: list[int] = []
+        if name in owners:
+            delegation = name in shape.cuts
+            types = _types_at(owners[name], delegation=delegation)
+            if any(rdtype == _DS or not delegation for rdtype in types):
+                types.append(_RRSIG)
+        entries.append((_nsec3_digest(name, salt, iterations), frozenset(types), name))
+    entries.sort(key=lambda entry: entry[0])
+    bitmaps: dict[frozenset[int], _Bitmap] = {}
+    added = []
+    prefix = f"{NSEC3_HASH_SHA1} 0 {iterations} {salt_text} "
+    for index, (digest, present, name) in enumerate(entries):
+        following = entries[(index + 1) % len(entries)][0]
+        bitmap = bitmaps.get(present) or bitmaps.setdefault(present, _Bitmap.of(present))
+        label = base64.b32hexencode(digest).decode("ascii").lower()
+        next_text = base64.b32hexencode(following).decode("ascii").lower().rstrip("=")
+        owner = (label.encode("ascii"), *origin)
+        wire = fixed + bytes((len(following),)) + following + bitmap.wire
+        owners[owner] = [RRs(_NSEC3, ttl, (wire,), (prefix + next_text + bitmap.text,))]
+        added.append(owner)
+        if sources is not None:
+            sources[owner] = name
+    return tuple(added)
+
+
+@dataclass(frozen=True, slots=True)
+class DenialChain:
+    """The NSEC or NSEC3 records :func:`sign_records` adds to a zone.
+
+    Attributes:
+        records: per owner, its NSEC, NSEC3 or NSEC3PARAM rrset (one per owner).
+        sources: per NSEC3 owner, the name whose hash it is (empty for NSEC).
+    """
+
+    records: Mapping[Labels, RRs]
+    sources: Mapping[Labels, Labels]
+
+
+def denial_chain(records: ZoneRecords, spec: DNSSECSpec) -> DenialChain:
+    """The denial records signing ``records`` adds, made by the code that signs.
+
+    ``records`` holds the zone as signed but without its RRSIG, NSEC, NSEC3 and
+    NSEC3PARAM records (the DNSKEY rrset included): a signed zone read back can be
+    compared with what its records make.
+
+    Raises:
+        SigningError: the zone has no SOA at its apex.
+    """
+    owners: _Owners = {labels: list(rrsets) for labels, rrsets in records.owners.items()}
+    shape = _shape(records)
+    ttl = _negative_ttl(records)
+    sources: dict[Labels, Labels] = {}
+    if spec.denial == "nsec3":
+        _add_nsec3_chain(owners, records.origin, shape, ttl, spec, sources)
+    else:
+        _add_nsec_chain(owners, records.names, shape, ttl)
+    denial = frozenset({_NSEC, _NSEC3, _NSEC3PARAM})
+    chain = {
+        labels: rrs for labels, rrsets in owners.items() for rrs in rrsets if rrs.rdtype in denial
+    }
+    return DenialChain(chain, sources)
+
+
+# --- signing ------------------------------------------------------------------------
+
+
+@dataclass(frozen=True, slots=True)
+class _Signer:
+    """One key's fixed RRSIG fields; ``index`` picks its private key in a signing task."""
+
+    index: int
+    tag: int
+    origin_wire: bytes
+    suffix_text: str  # "<expiration> <inception> <tag> <signer>"
+
+
+def _sign_task(span: tuple[int, int]) -> list[tuple[bytes, str]]:
+    """Sign jobs ``span`` of the shared ``(raw keys, jobs, owner names)`` (in a worker, or
+    inline): each RRSIG's signature and its master-file line."""
+    raw_keys, todo, names = shared()
+    private = [SigningKey.from_seed(raw) for raw in raw_keys]
+    done = []
+    fixed = _RR_FIXED.pack
+    for job in todo[span[0] : span[1]]:
+        rrs = job.rrs
+        owner_wire = name_wire(job.owner)
+        body = b"".join(
+            owner_wire + fixed(rrs.rdtype, _IN, rrs.ttl, len(wire)) + wire
+            for wire in sorted(set(rrs.wires))
+        )
+        signature = private[job.signer.index].sign(job.header + body)
+        line = (
+            f"{names[job.owner]} {rrs.ttl} IN RRSIG {_rdtype_text(rrs.rdtype)} "
+            f"{int(ALGORITHM)} {job.header[3]} {rrs.ttl} {job.signer.suffix_text} "
+            f"{base64.b64encode(signature).decode('ascii')}\n"
+        )
+        done.append((signature, line))
+    return done
+
+
+def _raw(key: ZoneKey) -> bytes:
+    return key.private_key.private_bytes(
+        serialization.Encoding.Raw, serialization.PrivateFormat.Raw, serialization.NoEncryption()
+    )
+
+
+@dataclass(frozen=True, slots=True)
+class _Job:
+    owner: Labels
+    rrs: RRs
+    signer: _Signer
+    header: bytes  # RRSIG rdata without the signature
+
+
+def sign_zone(
+    zone: dns.zone.Zone,
+    *,
+    keys: Sequence[ZoneKey],
+    spec: DNSSECSpec,
+    window: SignatureWindow,
+    dnskey_ttl: int,
+) -> SignedZone:
+    """:func:`sign_records` for a parsed zone (absolute names, ``relativize=False``).
+
+    Raises:
+        SigningError: as :func:`sign_records`.
+    """
+    if zone.origin is None:
+        raise SigningError("zone has no origin", where="zone")
+    return sign_records(from_zone(zone), keys=keys, spec=spec, window=window, dnskey_ttl=dnskey_ttl)
+
+
+def sign_records(
+    records: ZoneRecords,
+    *,
+    keys: Sequence[ZoneKey],
+    spec: DNSSECSpec,
+    window: SignatureWindow,
+    dnskey_ttl: int,
+    jobs: int = 1,
+    progress: Progress | None = None,
+) -> SignedZone:
+    """DNSKEY, the denial chain and an RRSIG over every authoritative rrset of a zone.
+
+    ``records`` (no DNSSEC records yet) is only read: the result holds the text to
+    append to the zone's master file and every rrset of the signed zone in wire form,
+    with its RRSIGs, for the loopback server. The DNSKEY rrset holds every key whose
+    state puts it there; active KSKs sign the DNSKEY rrset, active ZSKs the rest.
+    Signatures are made by ``jobs`` processes (the same bytes as by one).
+
+    Returns:
+        The added records as master-file text, the DS records, the served rrsets, counts.
+
+    Raises:
+        SigningError: no KSK or no ZSK, RRSIG times out of range, or the zone is not
+            signable (no SOA, DNSSEC records already present).
+    """
+    origin = records.origin
+    origin_text = name_text(origin)
+    if window.expiration >= RRSIG_TIME_LIMIT:
+        raise SigningError(
+            f"signatures would expire after {_sigtime(RRSIG_TIME_LIMIT - 1)}, "
+            "past what an RRSIG can express (RFC 4034 3.1.5); check --now",
+            where=origin_text,
+        )
+    ksks, zsks, signing = _signers(keys, window, origin)
+    owners: _Owners = {}
+    for labels, rrsets in records.owners.items():
+        for rrs in rrsets:
+            if rrs.rdtype in _DNSSEC_TYPES:
+                raise SigningError(
+                    f"the unsigned zone already holds {_rdtype_text(rrs.rdtype)} records; "
+                    "alter-publish adds DNSSEC records itself",
+                    where=origin_text,
+                )
+        owners[labels] = list(rrsets)
+    negative_ttl = _negative_ttl(records)
+    dnskeys = [key.dnskey for key in keys if key.in_dnskey]
+    owners[origin].append(
+        RRs(
+            _DNSKEY,
+            dnskey_ttl,
+            tuple(rdata.to_digestable() for rdata in dnskeys),
+            tuple(rdata.to_text() for rdata in dnskeys),
+        )
+    )
+    names = dict(records.names)
+    shape = _shape(records)
+    signed_names = list(shape.authoritative)
+    if spec.denial == "nsec3":
+        hashed = _add_nsec3_chain(owners, origin, shape, negative_ttl, spec)
+        signed_names.extend(hashed)
+        names.update((owner, name_text(owner)) for owner in hashed)
+    else:
+        _add_nsec_chain(owners, names, shape, negative_ttl)
+    todo: list[_Job] = []
+    max_ttl = 0
+    for name in signed_names:
+        delegation = name in shape.cuts
+        for rrs in sorted(owners[name], key=lambda item: item.rdtype):
+            if delegation and rrs.rdtype not in (_DS, _NSEC):
+                continue
+            max_ttl = max(max_ttl, rrs.ttl)
+            todo.extend(_jobs(name, rrs, ksks if rrs.rdtype == _DNSKEY else zsks, window))
+    if progress is not None:
+        progress.start("dnssec", len(todo))
+    # The workers build each signing input themselves from the jobs they inherit: the
+    # inputs (~100 MB at 100,000 handles) never exist all at once, and building them
+    # runs in parallel too.
+    shared_input = (tuple(_raw(key) for key in signing), todo, names)
+    with Workers(jobs, shared_input, size=len(todo)) as pool:
+        signed = [
+            item
+            for result in pool.map_chunks(_sign_task, ranges(len(todo)), progress=progress)
+            for item in result
+        ]
+    signatures = [signature for signature, _ in signed]
+    sig_lines = [line for _, line in signed]
+    del signed
+    if progress is not None:
+        progress.done()
+    sigs: dict[int, list[bytes]] = {}  # id(rrs) -> its RRSIG rdatas (rrs objects live on)
+    signed_by: dict[Labels, list[int]] = {}  # owner -> indexes into todo / signatures
+    for number, (job, signature) in enumerate(zip(todo, signatures, strict=True)):
+        sigs.setdefault(id(job.rrs), []).append(job.header + signature)
+        signed_by.setdefault(job.owner, []).append(number)
+    served = tuple(
+        SignedRRs(labels, rrs.rdtype, rrs.ttl, rrs.wires, tuple(sigs.get(id(rrs), ())))
+        for labels, rrsets in owners.items()
+        for rrs in rrsets
+    )
+    del sigs
+    text, blocks = _dnssec_text(owners, names, signed_by, sig_lines)
+    ds_lines = ds_records(dns.name.Name(origin), keys, dnskey_ttl)
+    return SignedZone(
+        records_text=text,
+        blocks=blocks,
+        ds_text="".join(line + "\n" for line in ds_lines),
+        window=window,
+        signatures=len(signatures),
+        denial=spec.denial,
+        max_ttl=max_ttl,
+        rrsets=served,
+    )
+
+
+def _dnssec_text(
+    owners: _Owners,
+    names: Mapping[Labels, str],
+    signed_by: Mapping[Labels, list[int]],
+    sig_lines: Sequence[str],
+) -> tuple[str, dict[Labels, tuple[int, int]]]:
+    """Master-file lines of every DNSSEC record, owners in canonical order, each owner's
+    DNSKEY/NSEC/NSEC3/NSEC3PARAM first, then its RRSIGs by covered type; and where each
+    owner's lines start and end in that (ASCII) text."""
+    lines: list[str] = []
+    blocks: dict[Labels, tuple[int, int]] = {}
+    at = 0
+    for name in sorted(owners, key=canonical_key):
+        owner = names[name]
+        first = len(lines)
+        for rrs in sorted(owners[name], key=lambda item: item.rdtype):
+            if rrs.rdtype in _DNSSEC_TYPES:
+                rdtype = _rdtype_text(rrs.rdtype)
+                lines.extend(f"{owner} {rrs.ttl} IN {rdtype} {text}\n" for text in rrs.texts)
+        lines.extend(sig_lines[number] for number in signed_by.get(name, ()))
+        end = at + sum(map(len, lines[first:]))
+        blocks[name] = (at, end)
+        at = end
+    return "".join(lines), blocks
+
+
+def _signers(
+    keys: Sequence[ZoneKey], window: SignatureWindow, origin: Labels
+) -> tuple[list[_Signer], list[_Signer], list[ZoneKey]]:
+    """(KSK signers, ZSK signers, the signing keys in signer-index order)."""
+    signing = [key for key in keys if key.signs]
+    origin_wire = name_wire(origin)
+    origin_text = name_text(origin)
+    times = f"{_sigtime(window.expiration)} {_sigtime(window.inception)}"
+    signers = [
+        _Signer(index, key.tag, origin_wire, f"{times} {key.tag} {origin_text}")
+        for index, key in enumerate(signing)
+    ]
+    ksks = [s for s, key in zip(signers, signing, strict=True) if key.role is ZoneKeyRole.KSK]
+    zsks = [s for s, key in zip(signers, signing, strict=True) if key.role is ZoneKeyRole.ZSK]
+    if not ksks or not zsks:
+        raise SigningError(
+            "signing needs at least one active KSK and one active ZSK", where=origin_text
+        )
+    return ksks, zsks, signing
+
+
+def _jobs(
+    name: Labels, rrs: RRs, signers: Sequence[_Signer], window: SignatureWindow
+) -> Iterator[_Job]:
+    """One signing job per signer for the rrset ``rrs`` at ``name``."""
+    label_count = len(name) - (2 if name[0] == b"*" else 1)  # RFC 4034 3.1.3
+    for signer in signers:
+        header = (
+            _RRSIG_HEADER.pack(
+                rrs.rdtype,
+                ALGORITHM,
+                label_count,
+                rrs.ttl,
+                window.expiration,
+                window.inception,
+                signer.tag,
+            )
+            + signer.origin_wire
+        )
+        yield _Job(name, rrs, signer, header)
+
+
+def rrsig_lines(
+    rrsets: Sequence[tuple[Labels, RRs]],
+    *,
+    keys: Sequence[ZoneKey],
+    window: SignatureWindow,
+    origin: Labels,
+    names: Mapping[Labels, str],
+) -> list[str]:
+    """The RRSIG lines of a few authoritative non-DNSKEY rrsets (signed by the active
+    ZSKs), one string per rrset, byte for byte as :func:`sign_records` writes them.
+
+    Raises:
+        SigningError: no active KSK or ZSK.
+    """
+    _, zsks, signing = _signers(keys, window, origin)
+    todo = [job for name, rrs in rrsets for job in _jobs(name, rrs, zsks, window)]
+    raw = tuple(_raw(key) for key in signing)
+    with Workers(1, (raw, todo, names)) as pool:
+        done = [
+            line for chunk in pool.map_chunks(_sign_task, [(0, len(todo))]) for _, line in chunk
+        ]
+    per = len(zsks)
+    return ["".join(done[i : i + per]) for i in range(0, len(done), per)]

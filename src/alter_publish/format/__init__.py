@@ -1,0 +1,1 @@
+"""The alter1 rules: handles and URIs, envelope text, the IdentityLog."""

@@ -1,0 +1,1 @@
+"""Publishing: push (RFC 2136 + TSIG) and export."""

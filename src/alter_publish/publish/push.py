@@ -1,0 +1,627 @@
+"""Publishing to a real primary: plan and push the zone's alter1 records (RFC 2136 + TSIG).
+
+What we would publish is what ``sign`` proved and wrote (``<out>/<zone>.envelopes.json``).
+What the server serves is read by zone transfer (AXFR, TSIG-signed) when the server
+allows it, else by asking each of our owner names. Only records we own are ever
+compared, added or deleted: TXT records at an ``_alter`` owner name whose text is an
+alter1 record with an ``h=`` tag (envelopes and revocations). Everything else in the
+zone, other TXT records at the same names included, is left alone.
+
+A push is a series of UPDATE messages, each atomic at the server and each signed with
+the TSIG key; if it is cut short, the next ``plan`` shows what is left and the next
+``push`` finishes it.
+"""
+
+from __future__ import annotations
+
+import base64
+import binascii
+import re
+from collections.abc import Iterable, Mapping, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import dns.exception
+import dns.message
+import dns.name
+import dns.query
+import dns.rcode
+import dns.rdata
+import dns.rdataclass
+import dns.rdatatype
+import dns.rdtypes.ANY.TXT
+import dns.tsig
+import dns.update
+import dns.xfr
+
+from alter_publish.definition.model import ZoneSpec, load_zone
+from alter_publish.dns.zonetext import txt_text
+from alter_publish.errors import EXIT_NETWORK, AlterError, RenderError, ResolveError, UsageError
+from alter_publish.format.envelope import Envelope, Revocation, parse_record_or_none, split_txt
+from alter_publish.format.identitylog import log_path_for, read_log
+from alter_publish.keys.lifecycle import LogIndex
+from alter_publish.pipeline import VerifyReport, output_paths, verify
+from alter_publish.publish.export import load_export
+from alter_publish.verify.resolve import StubResolver
+
+#: The default largest share of our served records a push may delete without --force.
+DEFAULT_MAX_DELETE_SHARE = 0.25
+#: UPDATE messages are cut at about this size (TCP allows 65535 octets).
+UPDATE_OCTETS_TARGET = 16_000
+DEFAULT_TIMEOUT_SECONDS = 5.0
+TSIG_ALGORITHMS = ("hmac-sha256", "hmac-sha384", "hmac-sha512", "hmac-sha224", "hmac-sha1")
+_ALTER_LABEL = b"_alter"
+_KEY_FILE = re.compile(
+    r'key\s+"?(?P<name>[^"\s{]+)"?\s*\{(?P<body>[^}]*)\}\s*;', re.IGNORECASE | re.DOTALL
+)
+_KEY_FIELD = re.compile(r'(?P<field>algorithm|secret)\s+"?(?P<value>[^";\s]+)"?\s*;', re.IGNORECASE)
+_OWNED = re.compile(r"^v=alter1\s*;(?:.*;)?\s*h\s*=", re.DOTALL)
+
+
+class PublishError(AlterError):
+    """The server refused or failed an update (or a query the plan needs)."""
+
+    category = "publish"
+    exit_code = EXIT_NETWORK
+
+
+# --- TSIG ---------------------------------------------------------------------------
+
+
+@dataclass(frozen=True, slots=True)
+class TsigKey:
+    """A TSIG key as ``tsig-keygen`` writes it. Its repr never shows the secret."""
+
+    name: str
+    algorithm: str
+    secret: bytes = field(repr=False)
+
+    @property
+    def keyring(self) -> dict[dns.name.Name, dns.tsig.Key]:
+        """A dnspython keyring holding only this key."""
+        name = dns.name.from_text(self.name)
+        return {name: dns.tsig.Key(name, self.secret, self.algorithm)}
+
+    @property
+    def keyname(self) -> dns.name.Name:
+        """The key's name."""
+        return dns.name.from_text(self.name)
+
+
+def read_tsig_key(path: Path) -> TsigKey:
+    """Read a BIND key file (``key "name" { algorithm hmac-sha256; secret "..."; };``).
+
+    Raises:
+        UsageError: unreadable, not a key file, an unknown algorithm or a bad secret
+            (never quoting the secret).
+    """
+    try:
+        text = path.read_text(encoding="utf-8")
+    except (OSError, UnicodeDecodeError) as exc:
+        raise UsageError(f"cannot read TSIG key file: {exc}", where=str(path)) from exc
+    clauses = list(_KEY_FILE.finditer(text))
+    if not clauses:
+        raise UsageError('not a BIND key file (key "name" { ... };)', where=str(path))
+    if len(clauses) > 1:
+        raise UsageError(
+            f"holds {len(clauses)} keys; give a file with only the key for this zone",
+            where=str(path),
+        )
+    match = clauses[0]
+    body = match.group("body")
+    fields = {m.group("field").lower(): m.group("value") for m in _KEY_FIELD.finditer(body)}
+    if "algorithm" not in fields or "secret" not in fields:
+        raise UsageError("the key needs an algorithm and a secret", where=str(path))
+    algorithm = fields["algorithm"].lower()
+    if algorithm.rstrip(".") not in TSIG_ALGORITHMS:
+        raise UsageError(
+            f"unsupported TSIG algorithm {algorithm!r} (use {', '.join(TSIG_ALGORITHMS)})",
+            where=str(path),
+        )
+    try:
+        secret = base64.b64decode(fields["secret"], validate=True)
+    except (binascii.Error, ValueError) as exc:
+        raise UsageError("the TSIG secret is not base64", where=str(path)) from exc
+    try:
+        name = dns.name.from_text(match.group("name")).to_text()
+    except dns.exception.DNSException as exc:
+        raise UsageError("the TSIG key name is not a domain name", where=str(path)) from exc
+    return TsigKey(name, algorithm, secret)
+
+
+# --- records --------------------------------------------------------------------------
+
+
+def owns(text: str) -> bool:
+    """Whether a TXT record text is ours to manage: an alter1 record with ``h=``."""
+    return _OWNED.match(text) is not None
+
+
+def _text(rdata: dns.rdata.Rdata) -> str:
+    strings: Iterable[bytes] = getattr(rdata, "strings", ())
+    return txt_text(strings)
+
+
+def _rdata(text: str) -> dns.rdata.Rdata:
+    return dns.rdtypes.ANY.TXT.TXT(dns.rdataclass.IN, dns.rdatatype.TXT, list(split_txt(text)))
+
+
+@dataclass(frozen=True, slots=True)
+class Records:
+    """Our records at one owner name: TTL and texts, and the served rdatas (to delete)."""
+
+    owner: str
+    ttl: int
+    texts: tuple[str, ...]
+    rdatas: tuple[dns.rdata.Rdata, ...] = ()
+
+    def same_as(self, other: Records) -> bool:
+        """Same texts (in any order) and TTL."""
+        return self.ttl == other.ttl and sorted(self.texts) == sorted(other.texts)
+
+
+def desired_records(spec: ZoneSpec, out: Path) -> dict[str, Records]:
+    """What ``sign`` proved and wrote for the zone, per owner name (read as ``export``
+    reads it).
+
+    Raises:
+        RenderError: the envelopes document is missing, broken, does not match the
+            definition, or is older than the log (run sign).
+    """
+    export = load_export(spec, out)
+    index = LogIndex(read_log(log_path_for(spec.path)))
+    found: dict[str, Records] = {}
+    for handle_spec, record in zip(spec.handles, export.records, strict=True):
+        logged = index.latest(handle_spec.owner, handle_spec.handle)
+        if logged is not None and logged.to_text() != record.envelope:
+            raise RenderError(
+                f"{record.handle}: the envelope here is not the one the log last "
+                "published; this output is stale: run 'alter-publish sign' first",
+                where=str(output_paths(out, spec.origin)[1]),
+            )
+        found[record.owner] = Records(record.owner, record.ttl, record.texts)
+    return found
+
+
+def _owned_at(owner: str, rrsets: Iterable[Any]) -> Records | None:
+    rdatas: list[dns.rdata.Rdata] = []
+    ttl = 0
+    for rrset in rrsets:
+        if rrset.rdtype != dns.rdatatype.TXT or rrset.rdclass != dns.rdataclass.IN:
+            continue
+        for rdata in rrset:
+            if owns(_text(rdata)):
+                rdatas.append(rdata)
+                ttl = int(rrset.ttl)
+    if not rdatas:
+        return None
+    return Records(owner, ttl, tuple(_text(r) for r in rdatas), tuple(rdatas))
+
+
+def _is_alter_owner(name: dns.name.Name, origin: dns.name.Name) -> bool:
+    """``name`` is an ``_alter`` owner in the zone (DNS names compare without case)."""
+    return (
+        name.is_subdomain(origin) and bool(name.labels) and name.labels[0].lower() == _ALTER_LABEL
+    )
+
+
+def served_records(
+    spec: ZoneSpec,
+    server: tuple[str, int],
+    *,
+    tsig: TsigKey | None,
+    timeout: float = DEFAULT_TIMEOUT_SECONDS,
+) -> tuple[dict[str, Records], str]:
+    """Our records as the server serves them, and how they were found (``axfr`` or
+    ``queries``: without a transfer, records at owners we no longer list are not seen).
+
+    Raises:
+        PublishError: the server is not authoritative for the zone, or does not answer.
+    """
+    origin = dns.name.from_text(spec.origin)
+    try:
+        return _by_transfer(origin, server, tsig, timeout), "axfr"
+    except (dns.exception.DNSException, OSError, EOFError):
+        pass  # transfers refused or not offered: ask for each owner we know
+    owners = [handle_spec.owner for handle_spec in spec.handles]
+    found: dict[str, Records] = {}
+    with StubResolver(server, 0, (), timeout) as stub:
+        try:
+            soa, _ = stub.exchange(origin, dns.rdatatype.SOA, where=spec.origin)
+        except ResolveError as exc:
+            raise PublishError(exc.what, where=f"{server[0]}:{server[1]}") from exc
+        if soa.rcode() != dns.rcode.NOERROR or not soa.answer:
+            rcode = dns.rcode.to_text(soa.rcode())
+            raise PublishError(
+                f"server is not authoritative for {spec.origin} (SOA query: {rcode})",
+                where=f"{server[0]}:{server[1]}",
+            )
+        names = [dns.name.from_text(owner) for owner in owners]
+        for owner, result in zip(owners, stub.exchange_many(names, dns.rdatatype.TXT), strict=True):
+            if isinstance(result, ResolveError):
+                raise PublishError(result.what, where=owner)
+            response, _ = result
+            records = _owned_at(owner, response.answer)
+            if records is not None:
+                found[owner] = records
+    return found, "queries"
+
+
+def _by_transfer(
+    origin: dns.name.Name, server: tuple[str, int], tsig: TsigKey | None, timeout: float
+) -> dict[str, Records]:
+    host, port = server
+    messages = dns.query.xfr(
+        host,
+        origin,
+        port=port,
+        timeout=timeout,
+        lifetime=timeout * 4,
+        keyring=tsig.keyring if tsig else None,
+        keyname=tsig.keyname if tsig else None,
+        keyalgorithm=tsig.algorithm if tsig else dns.tsig.default_algorithm,
+        relativize=False,
+    )
+    by_owner: dict[str, list[Any]] = {}
+    for message in messages:
+        for rrset in message.answer:
+            if _is_alter_owner(rrset.name, origin):
+                owner = rrset.name.canonicalize().to_text()  # as we spell it: lower case
+                by_owner.setdefault(owner, []).append(rrset)
+    found: dict[str, Records] = {}
+    for owner, rrsets in by_owner.items():
+        records = _owned_at(owner, rrsets)
+        if records is not None:
+            found[owner] = records
+    return found
+
+
+def _newest_epoch(texts: Iterable[str]) -> int | None:
+    epochs = [r.epoch for text in texts if isinstance(r := parse_record_or_none(text), Envelope)]
+    return max(epochs, default=None)
+
+
+# --- plan ---------------------------------------------------------------------------------
+
+
+@dataclass(frozen=True, slots=True)
+class Change:
+    """What a push does at one owner name."""
+
+    owner: str
+    action: str  # add, update or delete
+    before: Records | None
+    after: Records | None
+
+    @property
+    def deletes(self) -> int:
+        """How many of our served records this change deletes outright: every record of
+        an owner we no longer publish, and revocations we would stop serving. A record
+        replaced by its renewal or successor (or re-added with a new TTL) is no deletion.
+        """
+        if self.before is None:
+            return 0
+        if self.after is None:
+            return len(self.before.texts)
+        return len(self.dropped_revocations())
+
+    def dropped_revocations(self) -> tuple[Revocation, ...]:
+        """Served revocations the change would stop serving."""
+        if self.before is None:
+            return ()
+        keep = set(self.after.texts) if self.after else set()
+        return tuple(
+            record
+            for text in self.before.texts
+            if text not in keep and isinstance(record := parse_record_or_none(text), Revocation)
+        )
+
+    def rollback(self) -> str | None:
+        """Why this change would move a handle backwards, if it would."""
+        if self.before is None or self.after is None:
+            return None
+        dropped = self.dropped_revocations()
+        if dropped:
+            return f"{self.owner}: would stop serving the revocation of epoch {dropped[0].epoch}"
+        served = _newest_epoch(self.before.texts)
+        wanted = _newest_epoch(self.after.texts)
+        if served is not None and wanted is not None and wanted < served:
+            return f"{self.owner}: would replace served epoch {served} with epoch {wanted}"
+        return None
+
+    def to_mapping(self) -> dict[str, Any]:
+        """JSON form."""
+
+        def side(records: Records | None) -> dict[str, Any] | None:
+            return None if records is None else {"ttl": records.ttl, "texts": list(records.texts)}
+
+        return {
+            "owner": self.owner,
+            "action": self.action,
+            "before": side(self.before),
+            "after": side(self.after),
+        }
+
+
+@dataclass(frozen=True, slots=True)
+class Plan:
+    """The changes that would make the server serve what ``sign`` wrote."""
+
+    zone: str
+    server: str
+    changes: tuple[Change, ...]
+    served: int  # our records the server serves now
+    enumeration: str  # axfr or queries
+
+    @property
+    def pending(self) -> bool:
+        """Whether anything needs doing."""
+        return bool(self.changes)
+
+    @property
+    def deletes(self) -> int:
+        """Our served records the push removes or replaces."""
+        return sum(change.deletes for change in self.changes)
+
+    def counts(self) -> dict[str, int]:
+        """Changes by action."""
+        return {
+            action: sum(1 for change in self.changes if change.action == action)
+            for action in ("add", "update", "delete")
+        }
+
+    def to_mapping(self) -> dict[str, Any]:
+        """JSON form."""
+        return {
+            "zone": self.zone,
+            "server": self.server,
+            "pending": self.pending,
+            "counts": self.counts(),
+            "served_records": self.served,
+            "deletes": self.deletes,
+            "enumeration": self.enumeration,
+            "changes": [change.to_mapping() for change in self.changes],
+        }
+
+
+def make_plan(
+    spec: ZoneSpec,
+    desired: Mapping[str, Records],
+    served: Mapping[str, Records],
+    *,
+    server: str,
+    enumeration: str,
+) -> Plan:
+    """Compare what we would publish with what is served; owners in canonical order."""
+    changes: list[Change] = []
+    for owner in sorted(set(desired) | set(served), key=lambda o: dns.name.from_text(o)):
+        want, have = desired.get(owner), served.get(owner)
+        if want is None and have is not None:
+            changes.append(Change(owner, "delete", have, None))
+        elif have is None and want is not None:
+            changes.append(Change(owner, "add", None, want))
+        elif want is not None and have is not None and not want.same_as(have):
+            changes.append(Change(owner, "update", have, want))
+    total = sum(len(records.texts) for records in served.values())
+    return Plan(spec.origin, server, tuple(changes), total, enumeration)
+
+
+def plan(
+    spec: ZoneSpec,
+    *,
+    out: Path,
+    server: tuple[str, int],
+    tsig: TsigKey | None,
+    timeout: float = DEFAULT_TIMEOUT_SECONDS,
+) -> Plan:
+    """What a push to ``server`` would change.
+
+    Raises:
+        RenderError: nothing was signed yet (run sign).
+        PublishError: the server is not authoritative or does not answer.
+    """
+    desired = desired_records(spec, out)
+    served, enumeration = served_records(spec, server, tsig=tsig, timeout=timeout)
+    return make_plan(
+        spec, desired, served, server=f"{server[0]}:{server[1]}", enumeration=enumeration
+    )
+
+
+# --- push -----------------------------------------------------------------------------------
+
+
+def server_signs(
+    spec: ZoneSpec, server: tuple[str, int], *, timeout: float = DEFAULT_TIMEOUT_SECONDS
+) -> bool:
+    """Whether the server serves a DNSKEY rrset for the zone (it signs what it is sent).
+
+    Raises:
+        PublishError: the server does not answer.
+    """
+    origin = dns.name.from_text(spec.origin)
+    with StubResolver(server, 0, (), timeout) as stub:
+        try:
+            response, _ = stub.exchange(origin, dns.rdatatype.DNSKEY, where=spec.origin)
+        except ResolveError as exc:
+            raise PublishError(exc.what, where=f"{server[0]}:{server[1]}") from exc
+    return any(rrset.rdtype == dns.rdatatype.DNSKEY for rrset in response.answer)
+
+
+def check_deletes(plan: Plan, max_share: float, *, force: bool) -> None:
+    """Refuse a plan that moves a handle backwards (an older epoch, a revocation
+    withdrawn: an old ``build/`` pushed again), or deletes more than ``max_share`` of
+    our served records.
+
+    Raises:
+        UsageError: it does, and ``force`` is not given.
+    """
+    if force:
+        return
+    backwards = [reason for change in plan.changes if (reason := change.rollback())]
+    if backwards:
+        more = f" (+{len(backwards) - 1} more)" if len(backwards) > 1 else ""
+        raise UsageError(
+            f"{backwards[0]}{more}; is build/ older than what was pushed? Run sign, or "
+            "push with --force to roll back on purpose",
+            where=plan.zone,
+        )
+    if plan.deletes == 0:
+        return
+    share = plan.deletes / max(plan.served, 1)
+    if share > max_share:
+        raise UsageError(
+            f"the push would delete or replace {plan.deletes} of the {plan.served} alter1 "
+            f"records served ({share:.0%}, over the {max_share:.0%} allowed); check the plan, "
+            "then push with --force (or a higher --max-delete)",
+            where=plan.zone,
+        )
+
+
+def _batches(plan: Plan, octets: int) -> Iterable[list[Change]]:
+    batch: list[Change] = []
+    size = 0
+    for change in plan.changes:
+        texts = (change.before.texts if change.before else ()) + (
+            change.after.texts if change.after else ()
+        )
+        cost = sum(len(text) + 32 for text in texts) + len(change.owner)
+        if batch and size + cost > octets:
+            yield batch
+            batch, size = [], 0
+        batch.append(change)
+        size += cost
+    if batch:
+        yield batch
+
+
+def _update_message(
+    zone: str, changes: Sequence[Change], tsig: TsigKey
+) -> dns.update.UpdateMessage:
+    update = dns.update.UpdateMessage(
+        zone + ".", keyring=tsig.keyring, keyname=tsig.keyname, keyalgorithm=tsig.algorithm
+    )
+    for change in changes:
+        if change.before is not None:
+            for rdata in change.before.rdatas:
+                update.delete(change.owner, rdata)
+        if change.after is not None:
+            for text in change.after.texts:
+                update.add(change.owner, change.after.ttl, _rdata(text))
+    return update
+
+
+def apply(
+    plan: Plan,
+    server: tuple[str, int],
+    tsig: TsigKey,
+    *,
+    timeout: float = DEFAULT_TIMEOUT_SECONDS,
+    batch_octets: int = UPDATE_OCTETS_TARGET,
+) -> int:
+    """Send the plan as TSIG-signed UPDATE messages; returns how many were sent.
+
+    Each message is atomic at the server; if one fails, those before it stay applied
+    and a new plan shows what is left.
+
+    Raises:
+        PublishError: the server refused an update or stopped answering (with how many
+            messages it had accepted).
+    """
+    host, port = server
+    sent = 0
+    for batch in _batches(plan, batch_octets):
+        message = _update_message(plan.zone, batch, tsig)
+        try:
+            response = dns.query.tcp(message, host, port=port, timeout=timeout)
+        except (dns.exception.DNSException, OSError, EOFError) as exc:
+            raise PublishError(
+                f"update {sent + 1} failed ({exc or type(exc).__name__}) after {sent} applied; "
+                "run plan to see what is left, then push again",
+                where=f"{host}:{port}",
+            ) from exc
+        if response.rcode() != dns.rcode.NOERROR:
+            rcode = dns.rcode.to_text(response.rcode())
+            hint = (
+                " (is the TSIG key allowed to update this zone?)"
+                if rcode
+                in (
+                    "REFUSED",
+                    "NOTAUTH",
+                )
+                else ""
+            )
+            raise PublishError(
+                f"the server answered update {sent + 1} with {rcode}{hint}; {sent} applied",
+                where=f"{host}:{port}",
+            )
+        sent += 1
+    return sent
+
+
+@dataclass(frozen=True, slots=True)
+class PushReport:
+    """A push: the plan applied, the UPDATE messages sent, the proof against the server."""
+
+    plan: Plan
+    sent: int
+    proof: VerifyReport
+
+
+def push(
+    definition: Path,
+    *,
+    out: Path,
+    server: tuple[str, int],
+    tsig: TsigKey,
+    now: int,
+    trust_anchors: Path | None = None,
+    allow_insecure: bool = False,
+    max_delete: float = DEFAULT_MAX_DELETE_SHARE,
+    force: bool = False,
+    timeout: float = DEFAULT_TIMEOUT_SECONDS,
+) -> PushReport:
+    """Plan, check, apply, confirm the server converged, then prove what it serves.
+
+    The proof validates to ``trust_anchors`` (the zone as the server signs it), or
+    accepts unsigned answers with ``allow_insecure``; exactly one must be given.
+
+    Raises:
+        UsageError: neither or both of the two; an unsigned server without
+            ``allow_insecure``; a rollback or too many deletions without ``force``.
+        RenderError: nothing signed yet, or an output older than the log.
+        PublishError: the server refused an update, stopped answering, or still
+            differs after the push.
+    """
+    spec = load_zone(definition)
+    where = f"{server[0]}:{server[1]}"
+    if allow_insecure == (trust_anchors is not None):
+        raise UsageError(
+            "push needs --trust-anchor FILE (the DS of the zone as the server signs it) "
+            "or, for a zone nobody signs, --allow-insecure; not both"
+        )
+    if not allow_insecure and not server_signs(spec, server, timeout=timeout):
+        raise UsageError(
+            f"{where} serves {spec.origin} unsigned, so every answer would be 'insecure'; "
+            "pass --allow-insecure to publish there anyway",
+            where=spec.origin,
+        )
+    planned = plan(spec, out=out, server=server, tsig=tsig, timeout=timeout)
+    check_deletes(planned, max_delete, force=force)
+    sent = apply(planned, server, tsig, timeout=timeout) if planned.pending else 0
+    after = plan(spec, out=out, server=server, tsig=tsig, timeout=timeout)
+    if after.pending:
+        raise PublishError(
+            f"{len(after.changes)} owner name(s) still differ after the push "
+            "(does the server accept the updates for this zone?)",
+            where=where,
+        )
+    proof = verify(
+        [definition],
+        out=out,
+        now=now,
+        trust_anchors=trust_anchors,
+        server=server,
+        allow_insecure=allow_insecure,
+    )
+    return PushReport(planned, sent, proof)

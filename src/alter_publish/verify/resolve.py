@@ -1,0 +1,546 @@
+"""Resolve a handle (spec section 7): query TXT with DO -> DNSSEC validation to a trust
+anchor -> alter1 records -> revocations -> verify each envelope -> select the highest
+valid epoch.
+
+A :class:`StubResolver` asks one server directly (the loopback proof's server, or
+``--server``) and validates what it gets with :mod:`alter_publish.dns.validation`: the
+zone's DNSKEY rrset against the trust anchor (fetched once per zone and cached),
+then the TXT answer or its NSEC/NSEC3 denial against those keys.
+"""
+
+from __future__ import annotations
+
+import re
+import secrets
+import select
+import socket
+import time
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+
+import dns.exception
+import dns.flags
+import dns.message
+import dns.name
+import dns.query
+import dns.rcode
+import dns.rdataclass
+import dns.rdatatype
+import dns.rrset
+
+from alter_publish.dns.validation import (
+    DNSSECStatus,
+    TrustAnchor,
+    Validation,
+    anchor_for,
+    validate_dnskeys,
+    validate_response,
+)
+from alter_publish.dns.zonetext import txt_text
+from alter_publish.errors import ResolveError, VerificationError
+from alter_publish.format.envelope import (
+    Envelope,
+    Revocation,
+    parse_record,
+    verify_envelope,
+)
+from alter_publish.format.handles import AlterURI, Handle
+
+__all__ = [
+    "Answer",
+    "Candidate",
+    "DNSSECStatus",
+    "Resolution",
+    "StubResolver",
+    "query_txt",
+    "resolve",
+    "resolve_answer",
+    "select_envelope",
+]
+
+EDNS_PAYLOAD_OCTETS = 1232
+DEFAULT_TIMEOUT_SECONDS = 3.0
+PIPELINE_WINDOW = 64  # queries in flight at once; ~64 replies fit any socket buffer
+QUERY_TRIES = 2  # a UDP query is sent at most this often before it times out
+_LENIENT_H = re.compile(r"(?:^|;)\s*h\s*=\s*([^;\s]+)")
+_LENIENT_E = re.compile(r"(?:^|;)\s*e\s*=\s*([0-9]{1,10})\s*(?:;|$)")
+
+
+@dataclass(frozen=True, slots=True)
+class Answer:
+    """The TXT answer at an owner name: record texts (strings joined) and how it was had."""
+
+    owner: str
+    texts: tuple[str, ...]
+    rcode: str
+    transport: str
+    dnssec: DNSSECStatus
+    reason: str = ""
+
+
+@dataclass(frozen=True, slots=True)
+class Candidate:
+    """One alter1 record at the owner that names the handle, and what its verification said."""
+
+    text: str
+    epoch: int
+    category: str | None
+    detail: str
+
+
+@dataclass(frozen=True, slots=True)
+class Resolution:
+    """The outcome of resolving one handle.
+
+    ``envelope`` is set only when ``category`` is None (success).
+    """
+
+    handle: Handle
+    owner: str
+    dnssec: DNSSECStatus
+    envelope: Envelope | None
+    category: str | None
+    detail: str
+    candidates: tuple[Candidate, ...] = ()
+
+    @property
+    def ok(self) -> bool:
+        """True when a valid envelope was selected."""
+        return self.category is None and self.envelope is not None
+
+
+@dataclass
+class StubResolver:
+    """Queries one server with DO set and validates answers to the configured trust anchors.
+
+    Owners under no anchor are ``insecure``. DNSKEY answers are validated once per zone
+    and reused, so a proof over many handles fetches each zone's keys once.
+    """
+
+    server: tuple[str, int]
+    now: int
+    anchors: Sequence[TrustAnchor] = ()
+    timeout: float = DEFAULT_TIMEOUT_SECONDS
+    _keys: dict[dns.name.Name, tuple[Validation, dns.rrset.RRset | None]] = field(
+        default_factory=dict, repr=False
+    )
+    _socket: socket.socket | None = field(default=None, repr=False)
+
+    def __enter__(self) -> StubResolver:
+        return self
+
+    def __exit__(self, *exc_info: object) -> None:
+        self.close()
+
+    def close(self) -> None:
+        """Close the UDP socket reused across queries (a new one opens on the next query)."""
+        if self._socket is not None:
+            self._socket.close()
+            self._socket = None
+
+    def _udp_socket(self) -> socket.socket:
+        # One socket for every query of a run: a socket per query costs more than the query.
+        if self._socket is None:
+            family = socket.AF_INET6 if ":" in self.server[0] else socket.AF_INET
+            sock = socket.socket(family, socket.SOCK_DGRAM)
+            sock.setblocking(False)
+            self._socket = sock
+        return self._socket
+
+    def exchange(
+        self, qname: dns.name.Name, rdtype: dns.rdatatype.RdataType, *, where: str
+    ) -> tuple[dns.message.Message, str]:
+        """Ask one DO question (the one-query case of :meth:`exchange_many`).
+
+        Returns:
+            ``(response, transport)``.
+
+        Raises:
+            ResolveError: no answer in time, an unusable reply, or an rcode other than
+                NOERROR/NXDOMAIN.
+        """
+        (result,) = self.exchange_many([qname], rdtype)
+        if isinstance(result, ResolveError):
+            raise ResolveError(result.what, where=where) from result
+        return result
+
+    def _timeout(self, where: str) -> ResolveError:
+        host, port = self.server
+        return ResolveError(f"no answer from {host}:{port} within {self.timeout:g} s", where=where)
+
+    def _usable(self, response: dns.message.Message, where: str) -> dns.message.Message:
+        rcode = response.rcode()
+        if rcode not in (dns.rcode.NOERROR, dns.rcode.NXDOMAIN):
+            host, port = self.server
+            raise ResolveError(f"{host}:{port} answered {dns.rcode.to_text(rcode)}", where=where)
+        return response
+
+    def _exchange_tcp(self, query: dns.message.Message, *, where: str) -> dns.message.Message:
+        host, port = self.server
+        try:
+            response = dns.query.tcp(query, host, port=port, timeout=self.timeout)
+        except dns.exception.Timeout as exc:
+            raise self._timeout(where) from exc
+        except (OSError, dns.exception.DNSException) as exc:
+            raise ResolveError(f"query to {host}:{port} failed: {exc}", where=where) from exc
+        return self._usable(response, where)
+
+    def exchange_many(
+        self, names: Sequence[dns.name.Name], rdtype: dns.rdatatype.RdataType
+    ) -> list[tuple[dns.message.Message, str] | ResolveError]:
+        """Ask many questions over one UDP socket with up to ``PIPELINE_WINDOW`` in flight.
+
+        Each query is sent again once if unanswered after ``timeout``; a truncated reply
+        is asked again over TCP. Results come back in the order of ``names``.
+
+        Returns:
+            Per name, ``(response, transport)`` or the :class:`ResolveError` it met.
+        """
+        sock = self._udp_socket()
+        results: list[tuple[dns.message.Message, str] | ResolveError | None] = [None] * len(names)
+        pending: dict[int, _InFlight] = {}
+        upcoming = iter(enumerate(names))
+        exhausted = False
+        while True:
+            while not exhausted and len(pending) < PIPELINE_WINDOW:
+                item = next(upcoming, None)
+                if item is None:
+                    exhausted = True
+                    break
+                index, name = item
+                query = _make_query(name, rdtype)
+                while query.id in pending:  # random (dnspython), and unique in flight
+                    query.id = secrets.randbelow(65536)
+                flight = _InFlight(index, query, query.to_wire())
+                pending[query.id] = flight
+                self._send(sock, flight, results)
+            if not pending:
+                break
+            now = time.monotonic()
+            wait = max(0.0, min(flight.sent_at for flight in pending.values()) + self.timeout - now)
+            if select.select([sock], [], [], wait)[0]:
+                self._receive(sock, pending, results)
+            self._expire(sock, pending, results)
+        done: list[tuple[dns.message.Message, str] | ResolveError] = []
+        for result in results:
+            assert result is not None  # noqa: S101 (the loop ends only when nothing is pending)
+            done.append(result)
+        return done
+
+    def _send(
+        self,
+        sock: socket.socket,
+        flight: _InFlight,
+        results: list[tuple[dns.message.Message, str] | ResolveError | None],
+    ) -> None:
+        flight.sent_at = time.monotonic()
+        flight.tries += 1
+        try:
+            sock.sendto(flight.wire, self.server)
+        except OSError as exc:  # e.g. the socket buffer is full: count it as lost
+            if flight.tries > 1:
+                where = flight.query.question[0].name.to_text()
+                results[flight.index] = ResolveError(f"send failed: {exc}", where=where)
+
+    def _receive(
+        self,
+        sock: socket.socket,
+        pending: dict[int, _InFlight],
+        results: list[tuple[dns.message.Message, str] | ResolveError | None],
+    ) -> None:
+        while True:
+            try:
+                wire, source = sock.recvfrom(65535)
+            except (BlockingIOError, InterruptedError):
+                return
+            except OSError:  # ICMP port unreachable and the like: the expiry handles it
+                return
+            if source[:2] != self.server or len(wire) < 2:
+                continue
+            flight = pending.get(int.from_bytes(wire[:2], "big"))
+            if flight is None:
+                continue  # a late duplicate
+            where = flight.query.question[0].name.to_text()
+            try:
+                response = dns.message.from_wire(wire, ignore_trailing=False)
+                if not flight.query.is_response(response):
+                    continue
+                if response.flags & dns.flags.TC:
+                    results[flight.index] = (self._exchange_tcp(flight.query, where=where), "tcp")
+                else:
+                    results[flight.index] = (self._usable(response, where), "udp")
+            except ResolveError as exc:
+                results[flight.index] = exc
+            except dns.exception.DNSException as exc:
+                host, port = self.server
+                results[flight.index] = ResolveError(
+                    f"unusable reply from {host}:{port}: {exc}", where=where
+                )
+            del pending[flight.query.id]
+
+    def _expire(
+        self,
+        sock: socket.socket,
+        pending: dict[int, _InFlight],
+        results: list[tuple[dns.message.Message, str] | ResolveError | None],
+    ) -> None:
+        now = time.monotonic()
+        for query_id, flight in list(pending.items()):
+            if results[flight.index] is not None:
+                del pending[query_id]
+            elif now - flight.sent_at >= self.timeout:
+                if flight.tries >= QUERY_TRIES:
+                    results[flight.index] = self._timeout(flight.query.question[0].name.to_text())
+                    del pending[query_id]
+                else:
+                    self._send(sock, flight, results)
+
+    def zone_keys(self, anchor: TrustAnchor) -> tuple[Validation, dns.rrset.RRset | None]:
+        """The anchor zone's DNSKEY rrset, validated against the anchor (cached).
+
+        Raises:
+            ResolveError: the DNSKEY query failed.
+        """
+        cached = self._keys.get(anchor.zone)
+        if cached is None:
+            response, _ = self.exchange(
+                anchor.zone, dns.rdatatype.DNSKEY, where=anchor.zone.to_text()
+            )
+            cached = validate_dnskeys(response, anchor, now=self.now)
+            self._keys[anchor.zone] = cached
+        return cached
+
+    def query_txt(self, owner: str) -> Answer:
+        """The TXT rrset at ``owner`` with its DNSSEC status.
+
+        Raises:
+            ResolveError: the server did not answer usably.
+        """
+        name = dns.name.from_text(owner)
+        response, transport = self.exchange(name, dns.rdatatype.TXT, where=owner)
+        return self._answer(owner, name, response, transport)
+
+    def query_txt_many(self, owners: Sequence[str]) -> list[Answer | ResolveError]:
+        """:meth:`query_txt` for many owners at once, pipelined (see :meth:`exchange_many`).
+
+        Returns:
+            Per owner, its answer or the :class:`ResolveError` it met.
+
+        Raises:
+            ResolveError: the DNSKEY query of an anchored zone failed.
+        """
+        names = [dns.name.from_text(owner) for owner in owners]
+        answers: list[Answer | ResolveError] = []
+        for owner, name, result in zip(
+            owners, names, self.exchange_many(names, dns.rdatatype.TXT), strict=True
+        ):
+            if isinstance(result, ResolveError):
+                answers.append(result)
+            else:
+                answers.append(self._answer(owner, name, *result))
+        return answers
+
+    def _answer(
+        self, owner: str, name: dns.name.Name, response: dns.message.Message, transport: str
+    ) -> Answer:
+        texts: list[str] = []
+        for rrset in response.answer:
+            # Only what validation looks at: class IN TXT at the owner itself.
+            if (
+                rrset.name == name
+                and rrset.rdtype == dns.rdatatype.TXT
+                and rrset.rdclass == dns.rdataclass.IN
+            ):
+                texts.extend(txt_text(rdata.strings) for rdata in rrset)
+        validation = self.validate(response, name)
+        return Answer(
+            owner=owner,
+            texts=tuple(texts),
+            rcode=dns.rcode.to_text(response.rcode()),
+            transport=transport,
+            dnssec=validation.status,
+            reason=validation.reason,
+        )
+
+    def validate(self, response: dns.message.Message, name: dns.name.Name) -> Validation:
+        """DNSSEC status of a TXT response for ``name``."""
+        anchor = anchor_for(self.anchors, name)
+        if anchor is None:
+            return Validation(DNSSECStatus.INSECURE, "no trust anchor covers this name")
+        keys_validation, dnskeys = self.zone_keys(anchor)
+        if dnskeys is None:
+            return keys_validation
+        return validate_response(
+            response, name, dns.rdatatype.TXT, zone=anchor.zone, dnskeys=dnskeys, now=self.now
+        )
+
+
+@dataclass
+class _InFlight:
+    """One query of :meth:`StubResolver.exchange_many` waiting for its reply."""
+
+    index: int
+    query: dns.message.Message
+    wire: bytes
+    sent_at: float = 0.0
+    tries: int = 0
+
+
+def _make_query(qname: dns.name.Name, rdtype: dns.rdatatype.RdataType) -> dns.message.Message:
+    return dns.message.make_query(
+        qname, rdtype, want_dnssec=True, use_edns=0, payload=EDNS_PAYLOAD_OCTETS
+    )
+
+
+def query_txt(
+    server: tuple[str, int],
+    owner: str,
+    *,
+    now: int,
+    anchors: Sequence[TrustAnchor] = (),
+    timeout: float = DEFAULT_TIMEOUT_SECONDS,
+) -> Answer:
+    """Query ``owner`` TXT with DNSSEC OK and validate it (see :class:`StubResolver`).
+
+    Raises:
+        ResolveError: no answer in time, an unusable reply, or an rcode other than
+            NOERROR/NXDOMAIN.
+    """
+    with StubResolver(server, now, anchors, timeout) as stub:
+        return stub.query_txt(owner)
+
+
+def _lenient_names_handle(text: str, handle: Handle) -> int | None:
+    """For a record that does not parse: its epoch (or 0) if it names ``handle``, else None."""
+    match = _LENIENT_H.search(text)
+    if match is None or match.group(1).lower() != handle.ref:
+        return None
+    epoch = _LENIENT_E.search(text)
+    return int(epoch.group(1)) if epoch else 0
+
+
+def select_envelope(
+    handle: Handle,
+    owner: str,
+    texts: Sequence[str],
+    *,
+    substrate: str | None,
+    now: int,
+    pinned: tuple[int, bytes] | None = None,
+) -> tuple[Envelope | None, str | None, str, tuple[Candidate, ...]]:
+    """Spec section 7 after DNSSEC: pick the valid envelope with the highest epoch.
+
+    Returns:
+        ``(envelope, category, detail, candidates)``; ``category`` None means success.
+    """
+    envelopes: list[tuple[str, Envelope]] = []
+    revocations: list[Revocation] = []
+    candidates: list[Candidate] = []
+    for text in texts:
+        try:
+            record = parse_record(text)
+        except VerificationError as exc:
+            epoch = _lenient_names_handle(text, handle)
+            if epoch is not None:
+                candidates.append(Candidate(text, epoch, exc.category, exc.what))
+            continue
+        if isinstance(record, Revocation) and record.handle == handle:
+            revocations.append(record)
+        elif isinstance(record, Envelope) and record.handle == handle:
+            envelopes.append((text, record))
+    valid: list[Envelope] = []
+    for text, envelope in envelopes:
+        try:
+            verify_envelope(
+                envelope,
+                owner=owner,
+                substrate=substrate,
+                now=now,
+                pinned=pinned,
+                revocations=revocations,
+            )
+        except VerificationError as exc:
+            candidates.append(Candidate(text, envelope.epoch, exc.category, exc.what))
+            continue
+        candidates.append(Candidate(text, envelope.epoch, None, "valid"))
+        valid.append(envelope)
+    found = tuple(candidates)
+    if valid:
+        best = max(envelope.epoch for envelope in valid)
+        top = [envelope for envelope in valid if envelope.epoch == best]
+        if len({envelope.public_key for envelope in top}) > 1:
+            return (
+                None,
+                "conflict",
+                f"two valid envelopes for epoch {best} with different keys",
+                found,
+            )
+        return top[0], None, f"epoch {best} verified", found
+    if not candidates:
+        return None, "not-found", f"no alter1 envelope for {handle.ref} at {owner}", found
+    worst = max(candidates, key=lambda candidate: candidate.epoch)
+    return None, worst.category, worst.detail, found
+
+
+def resolve(
+    reference: AlterURI | Handle,
+    *,
+    server: tuple[str, int] | StubResolver,
+    substrate: str | None,
+    now: int,
+    anchors: Sequence[TrustAnchor] = (),
+    allow_insecure: bool = False,
+    pinned: tuple[int, bytes] | None = None,
+    timeout: float = DEFAULT_TIMEOUT_SECONDS,
+) -> Resolution:
+    """Resolve and verify a handle against ``server`` (spec section 7).
+
+    ``server`` is an address, or a :class:`StubResolver` to reuse (its anchors and
+    timeout apply, and its ``now`` must equal ``now``).
+
+    Returns:
+        The resolution; check ``ok`` and ``category``.
+
+    Raises:
+        HandleError: a non-domain handle without a substrate.
+        ResolveError: the server did not answer usably.
+    """
+    handle = reference.handle if isinstance(reference, AlterURI) else reference
+    owner = handle.owner(substrate)
+    if isinstance(server, StubResolver):
+        if server.now != now:
+            raise ValueError(f"resolver validates at {server.now}, asked to verify at {now}")
+        answer = server.query_txt(owner)
+    else:
+        with StubResolver(server, now, anchors, timeout) as stub:
+            answer = stub.query_txt(owner)
+    return resolve_answer(
+        handle, answer, substrate=substrate, now=now, allow_insecure=allow_insecure, pinned=pinned
+    )
+
+
+def resolve_answer(
+    handle: Handle,
+    answer: Answer,
+    *,
+    substrate: str | None,
+    now: int,
+    allow_insecure: bool = False,
+    pinned: tuple[int, bytes] | None = None,
+) -> Resolution:
+    """Spec section 7 from a TXT answer already had: DNSSEC status, then the envelopes.
+
+    Returns:
+        The resolution; check ``ok`` and ``category``.
+    """
+    owner = answer.owner
+    if answer.dnssec is DNSSECStatus.BOGUS:
+        detail = f"DNSSEC validation failed: {answer.reason}"
+        return Resolution(handle, owner, answer.dnssec, None, "bogus", detail)
+    if answer.dnssec is DNSSECStatus.INSECURE and not allow_insecure:
+        detail = f"answer is not DNSSEC-validated ({answer.reason})"
+        return Resolution(handle, owner, answer.dnssec, None, "insecure", detail)
+    envelope, category, detail, candidates = select_envelope(
+        handle, owner, answer.texts, substrate=substrate, now=now, pinned=pinned
+    )
+    return Resolution(handle, owner, answer.dnssec, envelope, category, detail, candidates)
