@@ -30,7 +30,7 @@ from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PrivateKey
 
 from alter_publish.definition.model import DNSSECSpec
 from alter_publish.dns.dnssec import SignatureWindow, sign_zone
-from alter_publish.keys.store import ZoneKey, ZoneKeyRole
+from alter_publish.dns.zonekeys import ZoneKey, ZoneKeyRole
 
 ORIGIN = "bench.example"
 TIERS = ("_alter.user{n}", "_alter.svc{n}.bot", "_alter.cc-agent-{n}")

@@ -39,9 +39,9 @@ from alter_publish.dns.validation import (
     validate_dnskeys,
     validate_response,
 )
+from alter_publish.dns.zonekeys import ZoneKey, ZoneKeyRole, ZoneKeyState
 from alter_publish.dns.zonetext import parse_zone_text
 from alter_publish.keys import commands as keyops
-from alter_publish.keys.store import ZoneKey, ZoneKeyRole, ZoneKeyState
 from alter_publish.verify.proof import ABSENT_PROBE
 from tests.conftest import NOW, Workspace
 from tests.integration.dnssec_tools import Unbound, require_tool
@@ -67,7 +67,7 @@ def _publish(ws: Workspace, label: str, at: int) -> Published:
     report = pipeline.sign([ws.zone_file], out=ws.out, keys=ws.keys, now=at, create_keys=at == NOW)
     assert report.committed, [p.to_mapping() for z in report.zones if (p := z.proof)]
     zone = pipeline.read_zone_file(ws.rendered, "example.com")
-    keys = ws.keys.zone_keys("example.com")
+    keys = ws.keys.zones.load("example.com")
     parent_ds = tuple(
         ds_line(ORIGIN, key, 86400)
         for key in keys

@@ -121,7 +121,7 @@ def _forged(ws: Workspace, base: dns.zone.Zone, texts: list[str], now: int) -> d
     unsigned.replace_rdataset(OWNER, dns.rdataset.from_rdata_list(ttl, rdatas))
     spec = load_zone(ws.zone_file)
     window = SignatureWindow.fresh(now, spec.dnssec.signature_validity)
-    keys = ws.keys.zone_keys("example.com")
+    keys = ws.keys.zones.load("example.com")
     signed = sign_zone(unsigned, keys=keys, spec=spec.dnssec, window=window, dnskey_ttl=spec.ttl)
     return parse_zone_text(unsigned.to_text() + signed.records_text, "example.com", where="forged")
 

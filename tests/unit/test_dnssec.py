@@ -24,8 +24,8 @@ from alter_publish.dns.dnssec import (
     ds_records,
     sign_zone,
 )
+from alter_publish.dns.zonekeys import ZoneKey, ZoneKeyRole
 from alter_publish.errors import SigningError
-from alter_publish.keys.store import ZoneKey, ZoneKeyRole
 
 NOW = 1767225600
 ORIGIN = dns.name.from_text("example.com.")

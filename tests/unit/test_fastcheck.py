@@ -56,9 +56,9 @@ from alter_publish.dns.fastcheck import (
 )
 from alter_publish.dns.server import ZoneServer
 from alter_publish.dns.validation import DNSSECStatus, parse_trust_anchors, validate_response
+from alter_publish.dns.zonekeys import ZoneKey, ZoneKeyRole
 from alter_publish.dns.zonetext import txt_text
 from alter_publish.errors import ResolveError, ServeError
-from alter_publish.keys.store import ZoneKey, ZoneKeyRole
 from alter_publish.verify.resolve import Answer, StubResolver
 
 NOW = 1_767_225_600  # 2026-01-01T00:00:00Z

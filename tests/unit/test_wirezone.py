@@ -45,8 +45,8 @@ from alter_publish.dns.server import ZoneServer
 from alter_publish.dns.validation import DNSSECStatus, validate_response
 from alter_publish.dns.wirezone import UnsupportedZoneError, WireRRset, WireZone
 from alter_publish.dns.zoneindex import ZoneIndex, answer
+from alter_publish.dns.zonekeys import ZoneKey, ZoneKeyRole
 from alter_publish.errors import AlterError, ServeError
-from alter_publish.keys.store import ZoneKey, ZoneKeyRole
 
 NOW = 1_767_225_600  # 2026-01-01T00:00:00Z
 ORIGIN = dns.name.from_text("example.com.")

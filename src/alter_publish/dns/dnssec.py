@@ -45,9 +45,9 @@ from alter_publish.dns.records import (
     name_text,
     name_wire,
 )
+from alter_publish.dns.zonekeys import ZoneKey, ZoneKeyEntry, ZoneKeyRole
 from alter_publish.errors import SigningError
 from alter_publish.format.ed25519 import SigningKey
-from alter_publish.keys.store import ZoneKey, ZoneKeyEntry, ZoneKeyRole
 from alter_publish.parallel import Progress, Workers, ranges, shared
 
 ALGORITHM = dns.dnssectypes.Algorithm.ED25519

@@ -19,6 +19,7 @@ import dns.name
 from alter_publish.definition.model import ZoneSpec, load_zone
 from alter_publish.definition.workspace import find_definition
 from alter_publish.dns.dnssec import ds_records
+from alter_publish.dns.zonekeys import ZoneKeyEntry, ZoneKeyRole
 from alter_publish.errors import UsageError
 from alter_publish.keys.lifecycle import (
     HandleStatus,
@@ -37,7 +38,7 @@ from alter_publish.keys.rollover import (
 )
 from alter_publish.keys.rollover import begin as begin_rollover
 from alter_publish.keys.rollover import step as step_rollover
-from alter_publish.keys.store import KeyStore, ZoneKeyEntry, ZoneKeyRole
+from alter_publish.keys.store import KeyStore
 from alter_publish.pipeline import SerialState, key_states, state_path_for
 
 __all__ = [
@@ -159,7 +160,7 @@ def _zone_keys_context(
             f"DNSSEC is off for {spec.origin} (dnssec.enabled: false in {spec.path})",
             where=spec.origin,
         )
-    every = keys.zone_key_entries(spec.origin, removed=True)
+    every = keys.zones.entries(spec.origin, removed=True)
     live = tuple(key for key in every if key.state != "removed")
     state = SerialState.read(state_path_for(spec.path))
     ttls = state.ttls if state is not None else None
@@ -277,7 +278,7 @@ def keys_status(zone_files: Sequence[Path], *, keys: KeyStore, now: int) -> tupl
         spec = load_zone(path)
         handles = zone_handle_status(spec, keys=keys, now=now)
         zone_keys = None
-        if spec.dnssec.enabled and keys.zone_key_entries(spec.origin, removed=True):
+        if spec.dnssec.enabled and keys.zones.entries(spec.origin, removed=True):
             zone_keys = dnssec_status(str(path), keys=keys)
         found.append(KeysStatus(spec.origin, handles, zone_keys))
     return tuple(found)

@@ -59,6 +59,7 @@ from alter_publish.dns.records import (
     with_handles,
 )
 from alter_publish.dns.validation import TrustAnchor, parse_trust_anchors, read_trust_anchors
+from alter_publish.dns.zonekeys import ZoneKey, ZoneKeyEntry
 from alter_publish.dns.zonetext import parse_zone_text
 from alter_publish.errors import (
     AlterError,
@@ -104,7 +105,7 @@ from alter_publish.keys.lifecycle import (
     revocations_path_for,
     zone_revocations,
 )
-from alter_publish.keys.store import Continuity, HandleKey, KeyStore, ZoneKey, ZoneKeyEntry
+from alter_publish.keys.store import Continuity, HandleKey, KeyStore
 from alter_publish.parallel import NoProgress, Progress, Workers, ranges, shared
 from alter_publish.pipeline.clock import serial_warning
 from alter_publish.pipeline.fingerprint import (
@@ -876,7 +877,7 @@ def plan_zone(
         expectations = _expectations(signed, index)
     with watch.stage("zone keys"):
         zone_keys = (
-            keys.current_zone_keys(spec.origin, create=create_keys, now=now)
+            keys.zones.current(spec.origin, create=create_keys, now=now)
             if spec.dnssec.enabled
             else ()
         )
@@ -1247,7 +1248,7 @@ def sign(
     for path in zone_files:
         started = time.perf_counter()
         record = Fingerprint.read(fingerprint_path(out, path)) if incremental else None
-        if record is not None and record.zone_keys_dir == str(keys.zone_keys_dir(record.zone)):
+        if record is not None and record.zone_keys_dir == str(keys.zones.directory(record.zone)):
             handle_lines = handle_key_lines(record.handle_keys, jobs=jobs)
             same = _unchanged(
                 path, out, keys, template_dir, options, now, started, record, handle_lines
@@ -1542,7 +1543,7 @@ def _write_fingerprint(
     summary: Mapping[str, Any],
 ) -> None:
     """Record a proven, written run of ``spec`` (see :mod:`fingerprint`)."""
-    zone_keys_dir = str(keys.zone_keys_dir(spec.origin))
+    zone_keys_dir = str(keys.zones.directory(spec.origin))
     inputs = _fingerprint_inputs(
         spec.path, spec.origin, out, templates, options, zone_keys_dir, handle_keys, source
     )
@@ -1656,7 +1657,7 @@ def _base_digest(
     options: str,
     entries: Entries,
 ) -> str:
-    zone_keys_dir = str(keys.zone_keys_dir(origin))
+    zone_keys_dir = str(keys.zones.directory(origin))
     inputs = _fingerprint_inputs(definition, origin, out, templates, options, zone_keys_dir, ())
     return inputs.base_digest(entries.header)
 
@@ -1814,7 +1815,7 @@ def _try_patch(
     zone_keys: tuple[ZoneKey, ...] = ()
     window = None
     if spec.dnssec.enabled:
-        zone_keys = keys.current_zone_keys(spec.origin, create=False, now=now)
+        zone_keys = keys.zones.current(spec.origin, create=False, now=now)
         window = choose_window(previous_state.signatures, now, spec.dnssec)
         if window != previous_state.signatures or key_states(zone_keys) != previous_state.keys:
             return None
@@ -2278,7 +2279,7 @@ def dnssec_keygen(zone: str, *, keys: KeyStore, now: int) -> tuple[ZoneKey, ...]
         UsageError: ``zone`` is not a domain name.
         KeyStoreError: the zone has DNSSEC keys already, or writing failed.
     """
-    return keys.generate_zone_keys(zone_origin(zone), now=now)
+    return keys.zones.generate(zone_origin(zone), now=now)
 
 
 # --- keys ----------------------------------------------------------------------
