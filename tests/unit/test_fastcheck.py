@@ -43,10 +43,9 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from alter_publish.definition.model import DNSSECSpec
+from alter_publish.dns.client import QUERY_TRIES
 from alter_publish.dns.dnssec import SignatureWindow, sign_zone
 from alter_publish.dns.fastcheck import (
-    EDNS_PAYLOAD_OCTETS,
-    QUERY_TRIES,
     ZoneKeys,
     _read_name,
     exchange_many,
@@ -56,6 +55,7 @@ from alter_publish.dns.fastcheck import (
 )
 from alter_publish.dns.server import ZoneServer
 from alter_publish.dns.validation import DNSSECStatus, parse_trust_anchors, validate_response
+from alter_publish.dns.wire import EDNS_PAYLOAD_OCTETS
 from alter_publish.dns.zonekeys import ZoneKey, ZoneKeyRole
 from alter_publish.dns.zonetext import txt_text
 from alter_publish.errors import ResolveError, ServeError

@@ -28,9 +28,8 @@ from typing import Final, Protocol
 
 import dns.zone
 
+from alter_publish.dns.wire import DNS_MESSAGE_MAX_OCTETS, EDNS_PAYLOAD_OCTETS
 from alter_publish.dns.zoneindex import (
-    DNS_MESSAGE_MAX_OCTETS,
-    EDNS_PAYLOAD_OCTETS,
     IndexedZone,
     Resolution,
     ResponseCache,

@@ -77,7 +77,7 @@ NSEC3_ITERATIONS_MAX: Final = 150
 CNAME_CHAIN_MAX: Final = 8
 
 _DS_DIGESTS_STRONG: Final = frozenset({2, 4})  # SHA-256, SHA-384
-_DS_DIGEST_SHA1: Final = 1
+_DS_DIGEST_SHA1: Final = int(dns.dnssectypes.DSDigest.SHA1)
 _ALGORITHMS_DENIED: Final = frozenset({1, 3, 6})  # RSAMD5, DSA, DSA-NSEC3-SHA1 (RFC 8624)
 _NSEC3_OPT_OUT: Final = 0x01
 _ZONE_KEY: Final = int(dns.rdtypes.dnskeybase.Flag.ZONE)

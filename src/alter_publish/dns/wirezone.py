@@ -39,12 +39,36 @@ import dns.rdataclass
 import dns.rdatatype
 import dns.zone
 
+from alter_publish.dns.nsec3 import NSEC3_HASH_SHA1
 from alter_publish.dns.records import SignedRRs
-from alter_publish.dns.zoneindex import (
-    DNS_MESSAGE_MAX_OCTETS,
+from alter_publish.dns.wire import (
+    AA,
+    ANY,
+    CNAME,
+    DNAME,
+    DO,
     EDNS_PAYLOAD_OCTETS,
+    HASHED_OWNER_TYPES,
+    HEADER,
     HEADER_OCTETS,
-    UDP_CLASSIC_MAX_OCTETS,
+    IN,
+    LABEL_MAX_OCTETS,
+    NAME_MAX_OCTETS,
+    NS,
+    NSEC,
+    NSEC3,
+    NSEC3PARAM,
+    OPCODE_MASK,
+    OPT,
+    QR,
+    RD,
+    RR_FIXED,
+    RRSIG,
+    SOA,
+    TC,
+    TRANSFER_TYPES,
+    header_reply,
+    udp_limit,
 )
 from alter_publish.errors import ServeError
 
@@ -62,26 +86,14 @@ logger = logging.getLogger(__name__)
 DENIAL_KINDS: Final = frozenset({"nsec", "nsec3"})
 #: Responses to padded queries are padded to a multiple of this (RFC 8467, as dnspython does).
 PADDING_BLOCK_OCTETS: Final = 468
-#: The longest label and the longest name, in octets (RFC 1035 section 2.3.4).
-LABEL_MAX_OCTETS: Final = 63
-NAME_MAX_OCTETS: Final = 255
 #: What the NSEC3 iterations and salt length fields can hold (RFC 5155 section 3.2).
 NSEC3_ITERATIONS_LIMIT: Final = 0xFFFF
 SALT_MAX_OCTETS: Final = 255
 
-_HEADER: Final = struct.Struct("!HHHHHH")
-_RR_FIXED: Final = struct.Struct("!HHIH")  # type, class, TTL, rdata length
 _RR_TYPE_CLASS_TTL: Final = struct.Struct("!HHI")
 _TYPE_CLASS: Final = struct.Struct("!HH")
 _NSEC3_PARAMS: Final = struct.Struct("!HB")  # iterations, salt length
 
-_QR: Final = int(dns.flags.QR)
-_AA: Final = int(dns.flags.AA)
-_TC: Final = int(dns.flags.TC)
-_RD: Final = int(dns.flags.RD)
-_DO: Final = int(dns.flags.DO)
-_OPCODE_MASK: Final = 0x7800
-_IN: Final = int(dns.rdataclass.IN)
 _NOERROR: Final = int(dns.rcode.NOERROR)
 _FORMERR: Final = int(dns.rcode.FORMERR)
 _SERVFAIL: Final = int(dns.rcode.SERVFAIL)
@@ -90,20 +102,7 @@ _NOTIMP: Final = int(dns.rcode.NOTIMP)
 _REFUSED: Final = int(dns.rcode.REFUSED)
 _NOTAUTH: Final = int(dns.rcode.NOTAUTH)
 _BADVERS: Final = int(dns.rcode.BADVERS)
-_SOA: Final = int(dns.rdatatype.SOA)
-_NS: Final = int(dns.rdatatype.NS)
-_CNAME: Final = int(dns.rdatatype.CNAME)
-_DNAME: Final = int(dns.rdatatype.DNAME)
-_OPT: Final = int(dns.rdatatype.OPT)
-_RRSIG: Final = int(dns.rdatatype.RRSIG)
-_NSEC: Final = int(dns.rdatatype.NSEC)
-_NSEC3: Final = int(dns.rdatatype.NSEC3)
-_NSEC3PARAM: Final = int(dns.rdatatype.NSEC3PARAM)
-_ANY: Final = int(dns.rdatatype.ANY)
-_TRANSFER_TYPES: Final = frozenset({int(dns.rdatatype.AXFR), int(dns.rdatatype.IXFR)})
-_HASHED_OWNER_TYPES: Final = frozenset({_NSEC3, _ANY})
-_UNSUPPORTED_TYPES: Final = {_CNAME: "CNAME", _DNAME: "DNAME"}
-_NSEC3_HASH_SHA1: Final = 1
+_UNSUPPORTED_TYPES: Final = {CNAME: "CNAME", DNAME: "DNAME"}
 _COOKIE: Final = int(dns.edns.OptionType.COOKIE)
 _PADDING: Final = int(dns.edns.OptionType.PADDING)
 #: COOKIE option lengths dnspython accepts: a client cookie, plus 8-32 octets of server cookie.
@@ -279,9 +278,9 @@ class WireZone:
                     f"{_type_text(rdtype)} rrset given twice", where=_name_text(wire)
                 )
             node[rdtype] = rrset
-            if rdtype == _NSEC:
+            if rdtype == NSEC:
                 nsec_owners.append(wire)
-            elif rdtype == _NSEC3 and len(owner) == hashed_depth:
+            elif rdtype == NSEC3 and len(owner) == hashed_depth:
                 hashed.add(wire)
                 if any(
                     rd[:1] == b"\x01" and rd[2:].startswith(chain_prefix) for rd in rrset.rdatas
@@ -292,15 +291,15 @@ class WireZone:
                     f"{_UNSUPPORTED_TYPES[rdtype]} is not served by the wire engine",
                     where=_name_text(wire),
                 )
-            elif rdtype == _NS and wire != origin_wire:
+            elif rdtype == NS and wire != origin_wire:
                 raise UnsupportedZoneError(
                     "delegations are not served by the wire engine", where=_name_text(wire)
                 )
-            elif rdtype == _RRSIG:
+            elif rdtype == RRSIG:
                 raise UnsupportedZoneError(
                     "RRSIG rrsets go in the sigs of the rrset they cover", where=_name_text(wire)
                 )
-        soa = nodes.get(origin_wire, {}).get(_SOA)
+        soa = nodes.get(origin_wire, {}).get(SOA)
         if soa is None or not soa.rdatas:
             raise UnsupportedZoneError("zone has no SOA record at its apex", where=origin_text)
         if denial == "nsec3" and not chain:
@@ -406,16 +405,16 @@ class WireZone:
             return self._answer(wire, max_udp)
         except Exception:  # one bad packet must never stop the server
             logger.debug("internal error answering a query", exc_info=True)
-            return _header_reply(wire, _SERVFAIL)
+            return header_reply(wire, _SERVFAIL)
 
     def _answer(self, wire: bytes, max_udp: int | None) -> bytes | None:
         size = len(wire)
         if size < HEADER_OCTETS:
             return None
-        msg_id, flags, qdcount, ancount, nscount, arcount = _HEADER.unpack_from(wire)
-        if flags & _QR:
+        msg_id, flags, qdcount, ancount, nscount, arcount = HEADER.unpack_from(wire)
+        if flags & QR:
             return None
-        if flags & _OPCODE_MASK or qdcount != 1 or ancount or nscount or arcount > 1:
+        if flags & OPCODE_MASK or qdcount != 1 or ancount or nscount or arcount > 1:
             return self._answer_parsed(wire, max_udp)
         # The question: plain labels only (compression and odd label types go the slow way).
         pos = HEADER_OCTETS
@@ -439,9 +438,9 @@ class WireZone:
         if arcount:
             if end + _OPT_FIXED_OCTETS > size or wire[end] != 0:
                 return self._answer_parsed(wire, max_udp)
-            rdtype, payload, ednsflags, rdlen = _RR_FIXED.unpack_from(wire, end + 1)
+            rdtype, payload, ednsflags, rdlen = RR_FIXED.unpack_from(wire, end + 1)
             options = end + _OPT_FIXED_OCTETS
-            if rdtype != _OPT or options + rdlen != size:
+            if rdtype != OPT or options + rdlen != size:
                 return self._answer_parsed(wire, max_udp)
             if rdlen:
                 scanned = _scan_options(wire, options, size)
@@ -463,9 +462,9 @@ class WireZone:
         try:
             message = dns.message.from_wire(wire)
         except dns.message.UnknownTSIGKey:
-            return _header_reply(wire, _NOTAUTH)
+            return header_reply(wire, _NOTAUTH)
         except Exception:  # anything unparseable is the client's format error
-            return _header_reply(wire, _FORMERR)
+            return header_reply(wire, _FORMERR)
         question = b"".join(
             (rrset.name.to_wire() or b"") + _TYPE_CLASS.pack(rrset.rdtype, rrset.rdclass)
             for rrset in message.question
@@ -481,7 +480,7 @@ class WireZone:
             message.ednsflags,
             pad,
         )
-        if message.flags & _OPCODE_MASK:
+        if message.flags & OPCODE_MASK:
             return _render(query, _Result(_NOTIMP), max_udp)
         if message.edns > 0:
             return _render(query, _Result(_BADVERS), max_udp)
@@ -499,24 +498,24 @@ class WireZone:
         return dns.name.Name(self.origin)
 
     def _fill(self, qname: bytes, in_zone: bool, qtype: int, qclass: int, query: _Query) -> _Result:
-        if qtype in _TRANSFER_TYPES:
+        if qtype in TRANSFER_TYPES:
             return _Result(_REFUSED)
-        if qtype == _OPT:
+        if qtype == OPT:
             return _Result(_FORMERR)
-        if not in_zone or qclass != _IN:
+        if not in_zone or qclass != IN:
             return _Result(_REFUSED)
-        dnssec = query.edns >= 0 and bool(query.ednsflags & _DO)
+        dnssec = query.edns >= 0 and bool(query.ednsflags & DO)
         return self._resolve(qname, qtype, dnssec=dnssec)
 
     def _resolve(self, name: bytes, qtype: int, *, dnssec: bool) -> _Result:
         """Look up one question (``name``: the lower-cased query name wire, in the zone)."""
         node = self._nodes.get(name)
-        if node is not None and qtype not in _HASHED_OWNER_TYPES and name in self._hashed:
+        if node is not None and qtype not in HASHED_OWNER_TYPES and name in self._hashed:
             node = None  # RFC 5155 7.2.8: not a name of the zone
         if node is None:
             rcode = _NOERROR if name in self._names else _NXDOMAIN
             return self._negative(rcode, name, dnssec=dnssec)
-        if qtype == _ANY:
+        if qtype == ANY:
             blocks = [self._answer_block(rrset, dnssec=dnssec) for rrset in node.values()]
             answer = (b"".join(block[0] for block in blocks), sum(block[1] for block in blocks))
             return _Result(_NOERROR, True, dnssec, answer)
@@ -534,7 +533,7 @@ class WireZone:
         if entry is None:
             plain = _records(_ANSWER_OWNER, rrset.rdtype, rrset.ttl, rrset.rdatas)
             sig_ttl = rrset.ttl if rrset.sig_ttl is None else rrset.sig_ttl
-            signed = plain + _records(_ANSWER_OWNER, _RRSIG, sig_ttl, rrset.sigs)
+            signed = plain + _records(_ANSWER_OWNER, RRSIG, sig_ttl, rrset.sigs)
             count = len(rrset.rdatas)
             entry = (signed, len(plain), count, count + len(rrset.sigs))
             self._answers[id(rrset)] = entry
@@ -562,12 +561,12 @@ class WireZone:
         """The NSEC or NSEC3 rrset at ``owner`` with its RRSIGs, as authority records."""
         block = self._denials.get(owner)
         if block is None:
-            rdtype = _NSEC3 if self.denial == "nsec3" else _NSEC
+            rdtype = NSEC3 if self.denial == "nsec3" else NSEC
             rrset = self._nodes[owner][rdtype]
             sig_ttl = rrset.ttl if rrset.sig_ttl is None else rrset.sig_ttl
             block = (
                 _records(owner, rdtype, rrset.ttl, rrset.rdatas)
-                + _records(owner, _RRSIG, sig_ttl, rrset.sigs),
+                + _records(owner, RRSIG, sig_ttl, rrset.sigs),
                 len(rrset.rdatas) + len(rrset.sigs),
             )
             self._denials[owner] = block
@@ -729,7 +728,7 @@ def _canonical_key(name: bytes) -> tuple[bytes, ...]:
 
 def _records(owner: bytes, rdtype: int, ttl: int, rdatas: tuple[bytes, ...]) -> bytes:
     """Resource records of one rrset, uncompressed but for ``owner``, as wire."""
-    head = owner + _RR_TYPE_CLASS_TTL.pack(rdtype, _IN, ttl)
+    head = owner + _RR_TYPE_CLASS_TTL.pack(rdtype, IN, ttl)
     return b"".join([head + len(rdata).to_bytes(2, "big") + rdata for rdata in rdatas])
 
 
@@ -738,8 +737,8 @@ def _negative_soa(origin_wire: bytes, soa: WireRRset) -> tuple[_Block, _Block]:
     its RRSIGs at that TTL."""
     (minimum,) = struct.unpack("!I", soa.rdatas[0][-4:])
     ttl = min(soa.ttl, minimum)
-    plain = _records(origin_wire, _SOA, ttl, soa.rdatas)
-    signed = plain + _records(origin_wire, _RRSIG, ttl, soa.sigs)
+    plain = _records(origin_wire, SOA, ttl, soa.rdatas)
+    signed = plain + _records(origin_wire, RRSIG, ttl, soa.sigs)
     return (plain, len(soa.rdatas)), (signed, len(soa.rdatas) + len(soa.sigs))
 
 
@@ -754,12 +753,12 @@ def _zone_denial(
             its parameters, or the chosen one's hash is not SHA-1.
     """
     apex = tuple(label.lower() for label in origin.labels)
-    params = plain.get((apex, _NSEC3PARAM))
+    params = plain.get((apex, NSEC3PARAM))
     hashed_depth = len(apex) + 1
     nsec3s = [
         rdatas
         for (owner, rdtype), (_, rdatas) in plain.items()
-        if rdtype == _NSEC3 and len(owner) == hashed_depth
+        if rdtype == NSEC3 and len(owner) == hashed_depth
     ]
     if params is not None and nsec3s:
         for param in params[1]:
@@ -773,7 +772,7 @@ def _zone_denial(
                 for rdatas in nsec3s
                 for rdata in rdatas
             ):
-                if algorithm != _NSEC3_HASH_SHA1:
+                if algorithm != NSEC3_HASH_SHA1:
                     raise UnsupportedZoneError(
                         f"unsupported NSEC3 hash algorithm {algorithm}", where=origin.to_text()
                     )
@@ -782,7 +781,7 @@ def _zone_denial(
             "no NSEC3 records have the parameters of an NSEC3PARAM with flags 0",
             where=origin.to_text(),
         )
-    if any(rdtype == _NSEC for _, rdtype in plain):
+    if any(rdtype == NSEC for _, rdtype in plain):
         return "nsec", b"", 0
     return None, b"", 0
 
@@ -826,39 +825,23 @@ def _generic_option(code: int) -> bool:
     return generic
 
 
-def _header_reply(wire: bytes, rcode: int) -> bytes | None:
-    """A header-only response echoing id, opcode and RD; None to drop."""
-    if len(wire) < HEADER_OCTETS:
-        return None
-    msg_id, flags = struct.unpack_from("!HH", wire)
-    if flags & _QR:
-        return None
-    reply_flags = _QR | (flags & (_OPCODE_MASK | _RD)) | (rcode & 0xF)
-    return _HEADER.pack(msg_id, reply_flags, 0, 0, 0, 0)
-
-
 def _render(query: _Query, result: _Result, max_udp: int | None) -> bytes:
     """Assemble the response, with TC and empty sections when it does not fit."""
-    if max_udp is None:
-        limit = DNS_MESSAGE_MAX_OCTETS
-    elif query.edns >= 0:
-        limit = max(UDP_CLASSIC_MAX_OCTETS, min(query.payload, max_udp))
-    else:
-        limit = UDP_CLASSIC_MAX_OCTETS
+    limit = udp_limit(query.edns, query.payload, max_udp)
     question, qdcount = (query.question, query.qdcount) if result.echo_question else (b"", 0)
     answer, authority = result.answer, result.authority
-    flags = _QR | (query.flags & (_OPCODE_MASK | _RD)) | (result.rcode & 0xF)
+    flags = QR | (query.flags & (OPCODE_MASK | RD)) | (result.rcode & 0xF)
     if result.authoritative:
-        flags |= _AA
+        flags |= AA
     opt_octets = 0
     if query.edns >= 0:
         opt_octets = _OPT_FIXED_OCTETS + (_OPTION_HEADER_OCTETS if query.pad else 0)
     size = HEADER_OCTETS + len(question) + len(answer[0]) + len(authority[0]) + opt_octets
     if size > limit or (query.pad and _padded(size) > limit):
-        flags |= _TC
+        flags |= TC
         answer = authority = _EMPTY
         size = HEADER_OCTETS + len(question) + opt_octets
-    header = _HEADER.pack(
+    header = HEADER.pack(
         query.msg_id,
         flags,
         qdcount,
@@ -868,12 +851,12 @@ def _render(query: _Query, result: _Result, max_udp: int | None) -> bytes:
     )
     if query.edns < 0:
         return b"".join((header, question, answer[0], authority[0]))
-    ednsflags = ((result.rcode >> 4) << 24) | (_DO if result.dnssec else 0)
+    ednsflags = ((result.rcode >> 4) << 24) | (DO if result.dnssec else 0)
     options = b""
     if query.pad:
         padding = _padded(size) - size
         options = _TYPE_CLASS.pack(_PADDING, padding) + bytes(padding)
-    opt = _ROOT + _RR_FIXED.pack(_OPT, EDNS_PAYLOAD_OCTETS, ednsflags, len(options)) + options
+    opt = _ROOT + RR_FIXED.pack(OPT, EDNS_PAYLOAD_OCTETS, ednsflags, len(options)) + options
     return b"".join((header, question, answer[0], authority[0], opt))
 
 
