@@ -24,10 +24,11 @@ import struct
 import threading
 from collections.abc import Sequence
 from types import TracebackType
-from typing import Final, Protocol
+from typing import Final
 
 import dns.zone
 
+from alter_publish.dns.answerers import Answerer
 from alter_publish.dns.wire import DNS_MESSAGE_MAX_OCTETS, EDNS_PAYLOAD_OCTETS
 from alter_publish.dns.zoneindex import (
     IndexedZone,
@@ -67,14 +68,6 @@ UDP_RECV_BUFFER_OCTETS: Final = 1 << 20
 THREAD_JOIN_SECONDS: Final = 2.0
 #: How often wait() wakes up (so that KeyboardInterrupt is seen promptly).
 WAIT_POLL_SECONDS: Final = 0.5
-
-
-class Answerer(Protocol):
-    """What answers DNS queries wire to wire, as :func:`~alter_publish.dns.zoneindex.answer`."""
-
-    def answer(self, wire: bytes, max_udp: int | None) -> bytes | None:
-        """Answer one query (``max_udp`` ``None`` for TCP); ``None`` sends nothing. Never raises."""
-        ...
 
 
 class ZoneServer:
