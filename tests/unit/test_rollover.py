@@ -13,9 +13,10 @@ from alter_publish import pipeline
 from alter_publish.definition.model import DNSSECSpec, load_zone
 from alter_publish.dns.dnssec import ds_line
 from alter_publish.dns.zonekeys import ZoneKey, ZoneKeyEntry, ZoneKeyRole, ZoneKeyState
+from alter_publish.errors import RolloverError
 from alter_publish.keys import commands as keyops
 from alter_publish.keys import rollover
-from alter_publish.keys.rollover import RolloverError, RolloverTiming, StepResult
+from alter_publish.keys.rollover import RolloverTiming, StepResult
 from alter_publish.keys.store import KeyStore
 from tests.conftest import NOW, Workspace
 

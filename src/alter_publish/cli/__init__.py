@@ -23,10 +23,11 @@ from alter_publish import pipeline
 from alter_publish.cli.progress import progress_for
 from alter_publish.definition.model import format_span, format_utc, load_zone
 from alter_publish.definition.workspace import find_definition_if_any, git_exposure, workspace_for
+from alter_publish.dns.anchors import read_trust_anchors
 from alter_publish.dns.dnssec import ds_records
 from alter_publish.dns.server import ZoneServer
-from alter_publish.dns.validation import DNSSECStatus, read_trust_anchors
-from alter_publish.dns.wirezone import UnsupportedZoneError, WireZone
+from alter_publish.dns.validation import DNSSECStatus
+from alter_publish.dns.wirezone import WireZone
 from alter_publish.dns.zonekeys import ZoneKey, ZoneKeyEntry, ZoneKeyRole
 from alter_publish.dns.zonetext import txt_text
 from alter_publish.errors import (
@@ -37,6 +38,7 @@ from alter_publish.errors import (
     EXIT_VERIFICATION,
     AlterError,
     KeyStoreError,
+    UnsupportedZoneError,
     UsageError,
     VerificationError,
 )

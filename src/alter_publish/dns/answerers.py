@@ -16,8 +16,9 @@ import dns.zone
 
 from alter_publish.definition.model import DNSSECSpec
 from alter_publish.dns.records import Labels, SignedRRs
-from alter_publish.dns.wirezone import UnsupportedZoneError, WireZone
+from alter_publish.dns.wirezone import WireZone
 from alter_publish.dns.zoneindex import ResponseCache, ZoneIndex
+from alter_publish.errors import UnsupportedZoneError
 
 __all__ = ["Answerer", "answerer_for", "answerer_for_rrsets"]
 

@@ -10,9 +10,6 @@
 only moves bytes: one thread runs a plain ``recvfrom`` loop for UDP, one
 thread accepts TCP connections and each connection gets a thread that answers
 length-prefixed queries until the client closes or goes idle.
-
-The names of :mod:`alter_publish.dns.zoneindex` that callers used to import from
-here (:class:`ZoneIndex`, :func:`answer`, ...) are re-exported.
 """
 
 from __future__ import annotations
@@ -29,25 +26,13 @@ from typing import Final
 import dns.zone
 
 from alter_publish.dns.answerers import Answerer
-from alter_publish.dns.wire import DNS_MESSAGE_MAX_OCTETS, EDNS_PAYLOAD_OCTETS
-from alter_publish.dns.zoneindex import (
-    IndexedZone,
-    Resolution,
-    ResponseCache,
-    ZoneIndex,
-    answer,
-)
+from alter_publish.dns.wire import DNS_MESSAGE_MAX_OCTETS
+from alter_publish.dns.zoneindex import ResponseCache, ZoneIndex
 from alter_publish.errors import ServeError
 
 __all__ = [
-    "EDNS_PAYLOAD_OCTETS",
     "UDP_PAYLOAD_MAX_OCTETS",
-    "Answerer",
-    "IndexedZone",
-    "Resolution",
-    "ZoneIndex",
     "ZoneServer",
-    "answer",
 ]
 
 logger = logging.getLogger(__name__)
@@ -75,10 +60,9 @@ class ZoneServer:
 
     Use as a context manager (``with ZoneServer(zones) as server:``), or call
     :meth:`start` and :meth:`stop`. The zones are indexed once, when the
-    server is created; later changes to the zone objects are not seen, but
-    :meth:`load` swaps in new zones while the server runs. Given an
-    ``answerer``, the server answers through it instead (:meth:`load_answerer`
-    swaps it while the server runs).
+    server is created; later changes to the zone objects are not seen. Given an
+    ``answerer`` (:func:`~alter_publish.dns.answerers.answerer_for`), the server
+    answers through it instead; :meth:`load_answerer` swaps it while the server runs.
     """
 
     def __init__(
@@ -121,18 +105,6 @@ class ZoneServer:
     def index(self) -> ZoneIndex:
         """The lookup structure the server answers from."""
         return self._cache.index
-
-    def load(self, zones: Sequence[dns.zone.Zone]) -> None:
-        """Answer from ``zones`` from now on (queries in flight finish on the old ones).
-
-        This also replaces an answerer given to the constructor or to
-        :meth:`load_answerer`.
-
-        Raises:
-            ServeError: a zone has no origin or SOA, or two zones share an origin.
-        """
-        self._cache.replace(ZoneIndex.build(zones))
-        self._answerer = self._cache
 
     def load_answerer(self, answerer: Answerer) -> None:
         """Answer through ``answerer`` from now on (queries in flight finish on the old one)."""

@@ -3,10 +3,11 @@
 :class:`WireZone` answers exactly like :func:`alter_publish.dns.zoneindex.answer`
 does for one zone (the dnspython engine is the specification), for the zones
 alter-publish serves: no delegations, CNAMEs, DNAMEs or wildcards. It is built
-from :class:`WireRRset` values (owner labels and rdata already in wire form),
-so that building costs a few microseconds per rrset; a query costs about ten:
-the header, question and OPT record are parsed by hand, and answers are joined
-from bytes prepared on first use once per rrset (kept for the zone's life).
+from :class:`~alter_publish.dns.records.SignedRRs` values (owner labels and rdata
+already in wire form: what the signer makes), so that building costs a few
+microseconds per rrset; a query costs about ten: the header, question and OPT
+record are parsed by hand, and answers are joined from bytes prepared on first
+use once per rrset (kept for the zone's life).
 
 A query that is not plain (another opcode, several questions, records in other
 sections, name compression in the question, EDNS options that dnspython parses
@@ -17,8 +18,9 @@ answer owners, which point at the question name; the TC bit is set when the
 response does not fit, as with the dnspython engine, but because that engine
 compresses every name, the exact size at which truncation starts differs.
 
-Zones the engine does not handle raise :class:`UnsupportedZoneError` when
-built; callers then serve them with :class:`~alter_publish.dns.zoneindex.ZoneIndex`.
+Zones the engine does not handle raise :class:`~alter_publish.errors.UnsupportedZoneError`
+when built; :func:`~alter_publish.dns.answerers.answerer_for` then serves them with
+:class:`~alter_publish.dns.zoneindex.ZoneIndex`.
 """
 
 from __future__ import annotations
@@ -70,13 +72,11 @@ from alter_publish.dns.wire import (
     header_reply,
     udp_limit,
 )
-from alter_publish.errors import ServeError
+from alter_publish.errors import UnsupportedZoneError
 
 __all__ = [
     "DENIAL_KINDS",
     "PADDING_BLOCK_OCTETS",
-    "UnsupportedZoneError",
-    "WireRRset",
     "WireZone",
 ]
 
@@ -121,14 +121,6 @@ _BASE32: Final = 32
 #: Pre-joined resource records and how many there are.
 _Block = tuple[bytes, int]
 _EMPTY: Final[_Block] = (b"", 0)
-
-
-class UnsupportedZoneError(ServeError, ValueError):
-    """The zone holds something :class:`WireZone` does not serve; use the dnspython ZoneIndex."""
-
-
-#: One rrset in wire form, as :meth:`WireZone.build` takes it: what the signer makes.
-WireRRset = SignedRRs
 
 
 class _Query(NamedTuple):
@@ -190,7 +182,7 @@ class WireZone:
         origin: tuple[bytes, ...],
         origin_wire: bytes,
         denial: str | None,
-        nodes: dict[bytes, dict[int, WireRRset]],
+        nodes: dict[bytes, dict[int, SignedRRs]],
         names: frozenset[bytes],
         hashed: frozenset[bytes],
         nsec_owners: list[bytes],
@@ -224,7 +216,7 @@ class WireZone:
     def build(
         cls,
         origin: tuple[bytes, ...],
-        rrsets: Iterable[WireRRset],
+        rrsets: Iterable[SignedRRs],
         *,
         denial: str | None,
         nsec3_salt: bytes = b"",
@@ -259,7 +251,7 @@ class WireZone:
         hashed_depth = len(origin) + 1 if denial == "nsec3" else -1
         chain_prefix = _NSEC3_PARAMS.pack(nsec3_iterations, len(nsec3_salt)) + nsec3_salt
         wires: dict[tuple[bytes, ...], bytes] = {}
-        nodes: dict[bytes, dict[int, WireRRset]] = {}
+        nodes: dict[bytes, dict[int, SignedRRs]] = {}
         nsec_owners: list[bytes] = []
         chain: list[tuple[int, bytes]] = []
         hashed: set[bytes] = set()
@@ -374,7 +366,7 @@ class WireZone:
         rrsets = []
         for key, (ttl, rdatas) in plain.items():
             sig_ttl, sig_rdatas = sigs.get(key, (ttl, ()))
-            rrsets.append(WireRRset(key[0], key[1], ttl, rdatas, sig_rdatas, sig_ttl))
+            rrsets.append(SignedRRs(key[0], key[1], ttl, rdatas, sig_rdatas, sig_ttl))
         denial, salt, iterations = _zone_denial(origin, plain)
         return cls.build(
             tuple(label.lower() for label in origin.labels),
@@ -524,7 +516,7 @@ class WireZone:
             return self._negative(_NOERROR, name, dnssec=dnssec)
         return _Result(_NOERROR, True, dnssec, self._answer_block(rrset, dnssec=dnssec))
 
-    def _answer_block(self, rrset: WireRRset, *, dnssec: bool) -> _Block:
+    def _answer_block(self, rrset: SignedRRs, *, dnssec: bool) -> _Block:
         """The rrset (with its RRSIGs for DO) as answer records owned by the question name.
 
         Made on first use and kept: the zone holds every rrset, so ids stay unique.
@@ -732,7 +724,7 @@ def _records(owner: bytes, rdtype: int, ttl: int, rdatas: tuple[bytes, ...]) -> 
     return b"".join([head + len(rdata).to_bytes(2, "big") + rdata for rdata in rdatas])
 
 
-def _negative_soa(origin_wire: bytes, soa: WireRRset) -> tuple[_Block, _Block]:
+def _negative_soa(origin_wire: bytes, soa: SignedRRs) -> tuple[_Block, _Block]:
     """The SOA for negative answers with TTL min(SOA TTL, SOA minimum) (RFC 2308), and with
     its RRSIGs at that TTL."""
     (minimum,) = struct.unpack("!I", soa.rdatas[0][-4:])

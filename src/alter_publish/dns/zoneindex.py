@@ -18,7 +18,7 @@ proof where no NSEC3 matches (Opt-Out). The hashed owner names of NSEC3
 rrsets are not names of the zone (RFC 5155 section 7.2.8): a query for one is
 answered with its NSEC3 rrset for qtype NSEC3 or ANY and as NXDOMAIN, with
 proofs, for every other type. The sorted NSEC3 chain these proofs are picked
-from is :class:`~alter_publish.dns.nsec3.Nsec3Chain` (re-exported here). Other
+from is :class:`~alter_publish.dns.nsec3.Nsec3Chain`. Other
 signed zones get NSEC proofs (RFC 4035 section 3.1.3). Signatures are served
 as they are, never made or checked.
 
@@ -63,7 +63,6 @@ __all__ = [
     "RESPONSE_CACHE_ENTRIES_MAX",
     "IndexedZone",
     "Node",
-    "Nsec3Chain",
     "RRsetKey",
     "Resolution",
     "ResponseCache",

@@ -20,7 +20,7 @@ from alter_publish.definition.model import ZoneSpec, load_zone
 from alter_publish.definition.workspace import find_definition
 from alter_publish.dns.dnssec import ds_records
 from alter_publish.dns.zonekeys import ZoneKeyEntry, ZoneKeyRole
-from alter_publish.errors import UsageError
+from alter_publish.errors import RolloverError, UsageError
 from alter_publish.keys.lifecycle import (
     HandleStatus,
     RotateResult,
@@ -31,7 +31,6 @@ from alter_publish.keys.lifecycle import (
 )
 from alter_publish.keys.rollover import (
     NextStep,
-    RolloverError,
     RolloverTiming,
     StepResult,
     next_step,

@@ -40,17 +40,11 @@ import dns.name
 from alter_publish.definition.model import DNSSECSpec, format_span, format_utc
 from alter_publish.dns.dnssec import ds_line, ds_records
 from alter_publish.dns.zonekeys import ZoneKey, ZoneKeyEntry, ZoneKeyRole, ZoneKeyState
-from alter_publish.errors import KeyStoreError
+from alter_publish.errors import RolloverError
 from alter_publish.keys.store import KeyStore
 
 #: A zone key with or without its private half: rollover logic needs only role and state.
 AnyKey = TypeVar("AnyKey", ZoneKey, ZoneKeyEntry)
-
-
-class RolloverError(KeyStoreError):
-    """A rollover step that is not allowed now (too early, none running, or the wrong one)."""
-
-    category = "rollover"
 
 
 @dataclass(frozen=True, slots=True)

@@ -39,6 +39,7 @@ from alter_publish.definition.model import (
 )
 from alter_publish.definition.workspace import OFFLINE_DIR, OFFLINE_GITIGNORE_TEXT
 from alter_publish.definition.workspace import zone_origin as zone_origin  # re-exported
+from alter_publish.dns.anchors import TrustAnchor, parse_trust_anchors, read_trust_anchors
 from alter_publish.dns.dnssec import (
     SignatureWindow,
     SignedZone,
@@ -58,7 +59,6 @@ from alter_publish.dns.records import (
     unsigned_rrsets,
     with_handles,
 )
-from alter_publish.dns.validation import TrustAnchor, parse_trust_anchors, read_trust_anchors
 from alter_publish.dns.zonekeys import ZoneKey, ZoneKeyEntry
 from alter_publish.dns.zonetext import parse_zone_text
 from alter_publish.errors import (

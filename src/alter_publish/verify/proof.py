@@ -22,11 +22,12 @@ import dns.rdatatype
 import dns.zone
 
 from alter_publish.definition.model import HandleSpec, ZoneSpec
+from alter_publish.dns.anchors import TrustAnchor
 from alter_publish.dns.answerers import Answerer, answerer_for, answerer_for_rrsets
 from alter_publish.dns.fastcheck import ZoneKeys, exchange_many, owner_labels, secure_txt
 from alter_publish.dns.records import SignedRRs, labels_of
 from alter_publish.dns.server import ZoneServer
-from alter_publish.dns.validation import DNSSECStatus, TrustAnchor
+from alter_publish.dns.validation import DNSSECStatus
 from alter_publish.dns.zonetext import parse_zone_text
 from alter_publish.errors import ResolveError
 from alter_publish.format.envelope import Envelope

@@ -26,11 +26,10 @@ import dns.rdatatype
 import dns.rrset
 
 from alter_publish.dns import client
+from alter_publish.dns.anchors import TrustAnchor, anchor_for
 from alter_publish.dns.validation import (
     DNSSECStatus,
-    TrustAnchor,
     Validation,
-    anchor_for,
     validate_dnskeys,
     validate_response,
 )
