@@ -38,6 +38,8 @@ NAME_MAX_OCTETS: Final = 255
 
 HEADER: Final = struct.Struct("!HHHHHH")  # id, flags, QD, AN, NS, AR counts
 RR_FIXED: Final = struct.Struct("!HHIH")  # type, class, TTL, rdata length
+TYPE_CLASS: Final = struct.Struct("!HH")  # also: option code, option length
+OPT_FIXED_OCTETS: Final = 11  # an OPT record's root owner, type, class, TTL, rdata length
 
 QR: Final = int(dns.flags.QR)
 AA: Final = int(dns.flags.AA)
