@@ -19,15 +19,14 @@ from alter_publish.cli.options import (
     write_now,
 )
 from alter_publish.cli.output import emit_json, envelope_mapping, fail, print_envelope, warn
+from alter_publish.dns.anchors import read_trust_anchors
 from alter_publish.dns.server import ZoneServer
-from alter_publish.dns.validation import DNSSECStatus, read_trust_anchors
 from alter_publish.dns.wirezone import UnsupportedZoneError, WireZone
-from alter_publish.dns.zonetext import txt_text
-from alter_publish.errors import EXIT_VERIFICATION, AlterError, UsageError, VerificationError
-from alter_publish.format.envelope import verify_record
-from alter_publish.format.handles import Handle, normalize_domain, parse_handle, parse_reference
-from alter_publish.verify.pins import PinStore
-from alter_publish.verify.resolve import resolve as resolve_handle
+from alter_publish.dns.zonefile import origin_of
+from alter_publish.errors import EXIT_VERIFICATION, VerificationError
+from alter_publish.format.handles import AlterURI, parse_reference
+from alter_publish.format.recordtext import record_owner, verify_pasted
+from alter_publish.verify.pinning import PinnedResult, resolve_pinned
 
 
 def resolve(
@@ -66,28 +65,23 @@ def resolve(
     moment = write_now(now, allow_simulated_time) if pin_store else clock_now(now)
     if allow_insecure:
         warn("--allow-insecure: accepting answers without DNSSEC validation")
-    anchors = read_trust_anchors(trust_anchor) if trust_anchor else ()
-    address = parse_hostport(server)
-    pins = PinStore.read(pin_store) if pin_store else None
-    pinned = pins.pinned(target.handle.owner(substrate)) if pins else None
-    result = resolve_handle(
+    outcome = resolve_pinned(
         target,
-        server=address,
+        server=parse_hostport(server),
         substrate=substrate,
         now=moment,
-        anchors=anchors,
+        pin_store=pin_store,
+        anchors=read_trust_anchors(trust_anchor) if trust_anchor else (),
         allow_insecure=allow_insecure,
         timeout=timeout,
-        pinned=pinned,
     )
-    pin_change = None
-    if pins is not None and result.ok and result.envelope is not None:
-        if result.dnssec is DNSSECStatus.SECURE:
-            pin_change = pins.accept(result.owner, result.envelope, moment)
-            if pin_change != "unchanged":
-                pins.write()
-        else:  # a spoofed answer must not be able to plant a pin
-            pin_change = "not updated (answer not DNSSEC-validated)"
+    _print_resolved(target, outcome, pinning=pin_store is not None, as_json=as_json)
+
+
+def _print_resolved(
+    target: AlterURI, outcome: PinnedResult, *, pinning: bool, as_json: bool
+) -> None:
+    result = outcome.resolution
     fields: dict[str, Any] = {"handle": target.handle.ref, "owner": result.owner}
     if result.envelope is not None:
         fields = envelope_mapping(result.envelope, result.owner)
@@ -102,15 +96,15 @@ def resolve(
             "fragment": target.fragment,
         }
     )
-    if pins is not None:
-        fields["pin"] = pin_change
+    if pinning:
+        fields["pin"] = outcome.pin
     if as_json:
         emit_json(fields)
     elif result.ok:
         print_envelope(fields)
         typer.echo(f"{'dnssec:':12} {result.dnssec}")
-        if pin_change is not None and result.envelope is not None:
-            typer.echo(f"{'pin:':12} {pin_change}")
+        if outcome.pin is not None and result.envelope is not None:
+            typer.echo(f"{'pin:':12} {outcome.pin}")
     if not result.ok:
         fail(
             EXIT_VERIFICATION,
@@ -129,12 +123,9 @@ def verify_record_command(
     as_json: JsonOption = False,
 ) -> None:
     """Check one record by hand, as pasted from dig (spec section 6)."""
-    record = _join_txt(text)
-    owner_name = owner.lower() if owner.endswith(".") else owner.lower() + "."
-    if substrate is None:
-        substrate = _infer_substrate(record, owner_name)
+    owner_name = record_owner(owner)
     try:
-        envelope = verify_record(record, owner=owner_name, substrate=substrate, now=clock_now(now))
+        envelope = verify_pasted(text, owner=owner_name, substrate=substrate, now=clock_now(now))
     except VerificationError as exc:
         if as_json:
             emit_json(
@@ -149,37 +140,6 @@ def verify_record_command(
         typer.echo(f"{'result:':12} valid")
 
 
-def _join_txt(text: str) -> str:
-    """Accept dig's form (``"v=alter1; ..." "...rest"``) as well as plain record text."""
-    stripped = text.strip()
-    if not stripped.startswith('"'):
-        return stripped
-    import dns.rdata
-    import dns.rdataclass
-    import dns.rdatatype
-
-    try:
-        rdata = dns.rdata.from_text(dns.rdataclass.IN, dns.rdatatype.TXT, stripped)
-    except Exception as exc:
-        raise UsageError(f"not TXT rdata: {exc}") from exc
-    return txt_text(rdata.strings)  # type: ignore[attr-defined]  # TXT rdata
-
-
-def _infer_substrate(record: str, owner: str) -> str | None:
-    """The substrate implied by the owner name for the record's own handle, if any."""
-    for part in record.split(";"):
-        name, _, value = part.partition("=")
-        if name.strip() == "h":
-            try:
-                handle: Handle = parse_handle(value.strip())
-            except AlterError:
-                return None
-            prefix = f"_alter.{handle.name}."
-            if not handle.is_domain and owner.startswith(prefix) and len(owner) > len(prefix):
-                return owner[len(prefix) :]
-    return None
-
-
 def serve(
     zone_files: Annotated[list[Path], typer.Argument(help="Zone files to serve.")],
     address: Annotated[str, typer.Option("--address", help="Address to listen on.")] = "127.0.0.1",
@@ -188,7 +148,7 @@ def serve(
     ] = 0,
 ) -> None:
     """Serve zone files with the embedded authoritative server (UDP and TCP) until Ctrl-C."""
-    zones = [pipeline.read_zone_file(path, _origin_of(path)) for path in zone_files]
+    zones = [pipeline.read_zone_file(path, origin_of(path)) for path in zone_files]
     answerer: WireZone | None = None
     if len(zones) == 1:  # one zone: the wire engine (no per-query parsing), when it can
         with contextlib.suppress(UnsupportedZoneError):
@@ -203,15 +163,3 @@ def serve(
             server.wait()
         except KeyboardInterrupt:
             typer.echo("stopped", err=True)
-
-
-def _origin_of(path: Path) -> str:
-    """Zone origin of a zone file: its $ORIGIN line, else its file name (``x.com.zone``)."""
-    try:
-        with path.open(encoding="utf-8") as handle:
-            for line in handle:
-                if line.upper().startswith("$ORIGIN"):
-                    return normalize_domain(line.split()[1])
-    except (OSError, UnicodeDecodeError, IndexError):
-        pass
-    return normalize_domain(path.name.removesuffix(".zone"))
