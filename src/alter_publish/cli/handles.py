@@ -28,7 +28,7 @@ from alter_publish.errors import UsageError
 from alter_publish.format.envelope import b64url
 from alter_publish.format.handles import parse_handle
 from alter_publish.keys import commands as keyops
-from alter_publish.keys.lifecycle import RotationMode
+from alter_publish.keys.lifecycle import RotateResult, RotationMode
 
 
 def keygen(
@@ -71,32 +71,38 @@ def _warn_exposed(secret: Path | None) -> None:
         warn(f"WARNING: {exposure}")
 
 
+CompromisedOption = Annotated[
+    bool,
+    typer.Option(
+        "--compromised",
+        help="The current key is compromised: revoke its epoch, publish the next without psig.",
+    ),
+]
+LostOption = Annotated[
+    bool,
+    typer.Option(
+        "--lost",
+        help="The current key is lost: publish the next epoch without psig "
+        "(revoked too when its secret is at hand).",
+    ),
+]
+NewSecretOutOption = Annotated[
+    Path | None,
+    typer.Option("--secret-out", help="Write the new revocation secret here (keep offline)."),
+]
+CurrentSecretOption = Annotated[
+    Path | None,
+    typer.Option("--secret-file", help="The current epoch's revocation secret (offline copy)."),
+]
+
+
 def rotate(
     handle: HandleArgument,
     zone: ZoneNameOption,
-    compromised: Annotated[
-        bool,
-        typer.Option(
-            "--compromised",
-            help="The current key is compromised: revoke its epoch, publish the next without psig.",
-        ),
-    ] = False,
-    lost: Annotated[
-        bool,
-        typer.Option(
-            "--lost",
-            help="The current key is lost: publish the next epoch without psig "
-            "(revoked too when its secret is at hand).",
-        ),
-    ] = False,
-    secret_out: Annotated[
-        Path | None,
-        typer.Option("--secret-out", help="Write the new revocation secret here (keep offline)."),
-    ] = None,
-    secret_file: Annotated[
-        Path | None,
-        typer.Option("--secret-file", help="The current epoch's revocation secret (offline copy)."),
-    ] = None,
+    compromised: CompromisedOption = False,
+    lost: LostOption = False,
+    secret_out: NewSecretOutOption = None,
+    secret_file: CurrentSecretOption = None,
     now: NowOption = None,
     allow_simulated_time: SimulatedTimeOption = False,
     keys: KeysOption = None,
@@ -119,7 +125,11 @@ def rotate(
     _warn_exposed(secret_out)
     if as_json:
         emit_json(result.to_mapping())
-        return
+    else:
+        _print_rotated(result, definition)
+
+
+def _print_rotated(result: RotateResult, definition: Path) -> None:
     ref = result.handle.ref
     if result.revocation is not None:
         typer.echo(f"{ref}: revocation of epoch {result.revocation.epoch} queued for sign")
@@ -142,21 +152,25 @@ def _rotation_mode(*, compromised: bool, lost: bool) -> RotationMode:
     return RotationMode.LOST if lost else RotationMode.SCHEDULED
 
 
+EpochOption = Annotated[
+    int | None,
+    typer.Option(
+        "--epoch",
+        help="The past epoch to revoke (the current one needs 'rotate --compromised').",
+        min=1,
+    ),
+]
+PastSecretOption = Annotated[
+    Path | None,
+    typer.Option("--secret-file", help="That epoch's revocation secret (offline copy)."),
+]
+
+
 def revoke(
     handle: HandleArgument,
     zone: ZoneNameOption,
-    epoch: Annotated[
-        int | None,
-        typer.Option(
-            "--epoch",
-            help="The past epoch to revoke (the current one needs 'rotate --compromised').",
-            min=1,
-        ),
-    ] = None,
-    secret_file: Annotated[
-        Path | None,
-        typer.Option("--secret-file", help="That epoch's revocation secret (offline copy)."),
-    ] = None,
+    epoch: EpochOption = None,
+    secret_file: PastSecretOption = None,
     now: NowOption = None,
     allow_simulated_time: SimulatedTimeOption = False,
     keys: KeysOption = None,

@@ -71,33 +71,39 @@ def plan(
         fail(EXIT_DRIFT, f"{result.zone}: {len(result.changes)} owner name(s) differ; run push")
 
 
+PushTsigKeyOption = Annotated[
+    Path, typer.Option("--tsig-key", help="TSIG key file in BIND format (tsig-keygen).")
+]
+PushInsecureOption = Annotated[
+    bool,
+    typer.Option(
+        "--allow-insecure",
+        help="The server does not sign the zone: accept unsigned answers in the proof.",
+    ),
+]
+ForceOption = Annotated[
+    bool, typer.Option("--force", help="Delete more than --max-delete of our records.")
+]
+MaxDeleteOption = Annotated[
+    float,
+    typer.Option(
+        "--max-delete",
+        help="Largest share of our served records a push may delete without --force.",
+        min=0.0,
+        max=1.0,
+    ),
+]
+
+
 def push(
     zone: ZoneArgument,
     server: ServerOption,
-    tsig_key: Annotated[
-        Path, typer.Option("--tsig-key", help="TSIG key file in BIND format (tsig-keygen).")
-    ],
+    tsig_key: PushTsigKeyOption,
     out: OutOption = None,
     trust_anchor: TrustAnchorOption = None,
-    allow_insecure: Annotated[
-        bool,
-        typer.Option(
-            "--allow-insecure",
-            help="The server does not sign the zone: accept unsigned answers in the proof.",
-        ),
-    ] = False,
-    force: Annotated[
-        bool, typer.Option("--force", help="Delete more than --max-delete of our records.")
-    ] = False,
-    max_delete: Annotated[
-        float,
-        typer.Option(
-            "--max-delete",
-            help="Largest share of our served records a push may delete without --force.",
-            min=0.0,
-            max=1.0,
-        ),
-    ] = publishing.DEFAULT_MAX_DELETE_SHARE,
+    allow_insecure: PushInsecureOption = False,
+    force: ForceOption = False,
+    max_delete: MaxDeleteOption = publishing.DEFAULT_MAX_DELETE_SHARE,
     now: NowOption = None,
     allow_simulated_time: SimulatedTimeOption = False,
     zones_dir: ZonesDirOption = None,
@@ -123,6 +129,13 @@ def push(
         force=force,
         timeout=timeout,
     )
+    _print_pushed(outcome, as_json)
+    if not outcome.proof.ok:
+        failed = sum(len(p.failures) for p in outcome.proof.proofs)
+        fail(EXIT_VERIFICATION, f"pushed, but the proof failed for {failed} handle(s)")
+
+
+def _print_pushed(outcome: publishing.PushReport, as_json: bool) -> None:
     result, sent, report = outcome.plan, outcome.sent, outcome.proof
     if as_json:
         emit_json(
@@ -137,24 +150,25 @@ def push(
         _print_plan(result)
         typer.echo(f"{result.zone}: {sent} update message(s) applied; server now matches")
     print_verified(report, as_json)
-    if not report.ok:
-        failed = sum(len(p.failures) for p in report.proofs)
-        fail(EXIT_VERIFICATION, f"pushed, but the proof failed for {failed} handle(s)")
+
+
+FormatOption = Annotated[
+    str,
+    typer.Option(
+        "--format", help="bind-include ($INCLUDE file), octodns (YAML), or well-known (JSON)."
+    ),
+]
+ExportOutputOption = Annotated[
+    Path | None,
+    typer.Option("--output", help="Write here ('-' for stdout) instead of the default path."),
+]
 
 
 def export_command(
     zone: ZoneArgument,
-    fmt: Annotated[
-        str,
-        typer.Option(
-            "--format", help="bind-include ($INCLUDE file), octodns (YAML), or well-known (JSON)."
-        ),
-    ],
+    fmt: FormatOption,
     out: OutOption = None,
-    output: Annotated[
-        Path | None,
-        typer.Option("--output", help="Write here ('-' for stdout) instead of the default path."),
-    ] = None,
+    output: ExportOutputOption = None,
     zones_dir: ZonesDirOption = None,
     as_json: JsonOption = False,
 ) -> None:

@@ -27,36 +27,46 @@ from alter_publish.errors import EXIT_VERIFICATION, VerificationError
 from alter_publish.format.handles import AlterURI, parse_reference
 from alter_publish.format.recordtext import record_owner, verify_pasted
 from alter_publish.verify.pinning import PinnedResult, resolve_pinned
+from alter_publish.verify.resolve import DEFAULT_TIMEOUT_SECONDS
+
+ReferenceArgument = Annotated[str, typer.Argument(help="An alter: URI or a ~handle.")]
+ResolveServerOption = Annotated[
+    str, typer.Option("--server", help="HOST:PORT of the name server to ask.")
+]
+SubstrateOption = Annotated[
+    str | None, typer.Option("--substrate", help="Substrate zone for non-domain handles.")
+]
+ResolveInsecureOption = Annotated[
+    bool,
+    typer.Option("--allow-insecure", help="Accept answers that are not DNSSEC-validated."),
+]
+ResolveTimeoutOption = Annotated[
+    float,
+    typer.Option(
+        "--timeout",
+        help="Seconds to wait for a reply; an unanswered query is sent once more.",
+        min=0.1,
+    ),
+]
+PinStoreOption = Annotated[
+    Path | None,
+    typer.Option(
+        "--pin-store",
+        help="Pin (handle, epoch, key) on first use in this file and enforce it after: "
+        "rollback, key-mismatch and continuity (psig) checks.",
+    ),
+]
 
 
 def resolve(
-    reference: Annotated[str, typer.Argument(help="An alter: URI or a ~handle.")],
-    server: Annotated[str, typer.Option("--server", help="HOST:PORT of the name server to ask.")],
-    substrate: Annotated[
-        str | None, typer.Option("--substrate", help="Substrate zone for non-domain handles.")
-    ] = None,
+    reference: ReferenceArgument,
+    server: ResolveServerOption,
+    substrate: SubstrateOption = None,
     now: NowOption = None,
     trust_anchor: TrustAnchorOption = None,
-    allow_insecure: Annotated[
-        bool,
-        typer.Option("--allow-insecure", help="Accept answers that are not DNSSEC-validated."),
-    ] = False,
-    timeout: Annotated[
-        float,
-        typer.Option(
-            "--timeout",
-            help="Seconds to wait for a reply; an unanswered query is sent once more.",
-            min=0.1,
-        ),
-    ] = 3.0,
-    pin_store: Annotated[
-        Path | None,
-        typer.Option(
-            "--pin-store",
-            help="Pin (handle, epoch, key) on first use in this file and enforce it after: "
-            "rollback, key-mismatch and continuity (psig) checks.",
-        ),
-    ] = None,
+    allow_insecure: ResolveInsecureOption = False,
+    timeout: ResolveTimeoutOption = DEFAULT_TIMEOUT_SECONDS,
+    pin_store: PinStoreOption = None,
     allow_simulated_time: SimulatedTimeOption = False,
     as_json: JsonOption = False,
 ) -> None:

@@ -37,53 +37,76 @@ from alter_publish.parallel import default_jobs
 MAX_CHANGE_LINES = 50
 
 
+CreateKeysOption = Annotated[
+    bool,
+    typer.Option(
+        "--create-keys",
+        help="Create epoch-1 keys for handles that have none, and DNSSEC keys for zones.",
+    ),
+]
+NoVerifyOption = Annotated[
+    bool, typer.Option("--no-verify", help="Skip the loopback proof (outputs are unproven).")
+]
+TemplatesOption = Annotated[
+    Path | None,
+    typer.Option(
+        "--templates",
+        help="Directory with zone.j2 (default: templates/ of the zone's workspace when it "
+        "exists, else the built-in ones).",
+    ),
+]
+CheckOption = Annotated[
+    bool,
+    typer.Option(
+        "--check",
+        help="Change nothing; exit 7 if a real run would change any output (for CI).",
+    ),
+]
+JobsOption = Annotated[
+    int | None,
+    typer.Option(
+        "--jobs",
+        min=1,
+        help="Processes that sign and verify (default: every CPU); outputs are identical.",
+    ),
+]
+FullOption = Annotated[
+    bool,
+    typer.Option(
+        "--full",
+        help="Do the whole job even when nothing or only a few handles changed (by "
+        "default those are patched into the last proven run's outputs: same bytes).",
+    ),
+]
+VerifyServerOption = Annotated[
+    str | None,
+    typer.Option(
+        "--server",
+        help="HOST:PORT of a name server to prove instead of the loopback one "
+        "(what it serves must be what sign wrote).",
+    ),
+]
+VerifyInsecureOption = Annotated[
+    bool,
+    typer.Option(
+        "--allow-insecure",
+        help="With --server: accept answers that are not DNSSEC-validated.",
+    ),
+]
+
+
 def sign(
     zones: ZonesArgument = None,
     out: OutOption = None,
     now: NowOption = None,
     allow_simulated_time: SimulatedTimeOption = False,
-    create_keys: Annotated[
-        bool,
-        typer.Option(
-            "--create-keys",
-            help="Create epoch-1 keys for handles that have none, and DNSSEC keys for zones.",
-        ),
-    ] = False,
-    no_verify: Annotated[
-        bool, typer.Option("--no-verify", help="Skip the loopback proof (outputs are unproven).")
-    ] = False,
-    templates: Annotated[
-        Path | None,
-        typer.Option(
-            "--templates",
-            help="Directory with zone.j2 (default: templates/ of the zone's workspace when it "
-            "exists, else the built-in ones).",
-        ),
-    ] = None,
+    create_keys: CreateKeysOption = False,
+    no_verify: NoVerifyOption = False,
+    templates: TemplatesOption = None,
     keys: KeysOption = None,
-    check: Annotated[
-        bool,
-        typer.Option(
-            "--check",
-            help="Change nothing; exit 7 if a real run would change any output (for CI).",
-        ),
-    ] = False,
-    jobs: Annotated[
-        int | None,
-        typer.Option(
-            "--jobs",
-            min=1,
-            help="Processes that sign and verify (default: every CPU); outputs are identical.",
-        ),
-    ] = None,
-    full: Annotated[
-        bool,
-        typer.Option(
-            "--full",
-            help="Do the whole job even when nothing or only a few handles changed (by "
-            "default those are patched into the last proven run's outputs: same bytes).",
-        ),
-    ] = False,
+    check: CheckOption = False,
+    jobs: JobsOption = None,
+    full: FullOption = False,
     as_json: JsonOption = False,
 ) -> None:
     """Sign every handle, DNSSEC-sign the zone, prove it on loopback, then write the outputs."""
@@ -165,21 +188,8 @@ def verify(
     out: OutOption = None,
     now: NowOption = None,
     trust_anchor: TrustAnchorOption = None,
-    server: Annotated[
-        str | None,
-        typer.Option(
-            "--server",
-            help="HOST:PORT of a name server to prove instead of the loopback one "
-            "(what it serves must be what sign wrote).",
-        ),
-    ] = None,
-    allow_insecure: Annotated[
-        bool,
-        typer.Option(
-            "--allow-insecure",
-            help="With --server: accept answers that are not DNSSEC-validated.",
-        ),
-    ] = False,
+    server: VerifyServerOption = None,
+    allow_insecure: VerifyInsecureOption = False,
     as_json: JsonOption = False,
 ) -> None:
     """Prove already-rendered output: serve it on loopback (or ask --server) and verify it."""
