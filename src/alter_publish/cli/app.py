@@ -1,0 +1,240 @@
+"""The ``alter-publish`` app: its command tree, and the one place errors become exit codes.
+
+Every error becomes one stderr line and a documented exit code (README, "Exit
+codes"); ``--debug`` re-raises instead, for a traceback. Each command lives in the
+module of its topic and is listed here, in the order ``--help`` shows it.
+"""
+
+from __future__ import annotations
+
+import sys
+from collections.abc import Sequence
+from typing import Annotated, Any, Final
+
+import typer
+
+from alter_publish.cli import dnssec, handles, init, publish, resolve, sign
+from alter_publish.cli.output import FailureError
+from alter_publish.errors import (
+    EXIT_INTERNAL,
+    EXIT_OK,
+    EXIT_USAGE,
+    AlterError,
+    VerificationError,
+)
+from alter_publish.version import __version__
+
+#: ``-h`` as well as ``--help``, on every command.
+HELP_SETTINGS: Final = {"help_option_names": ["-h", "--help"]}
+
+app = typer.Typer(
+    name="alter-publish",
+    context_settings=HELP_SETTINGS,
+    help="Sign, render and prove alter1 identity records (_alter TXT) for the zones you own.",
+    no_args_is_help=True,
+    add_completion=False,
+    pretty_exceptions_enable=False,
+    rich_markup_mode=None,
+)
+dnssec_app = typer.Typer(
+    name="dnssec",
+    context_settings=HELP_SETTINGS,
+    help="DNSSEC zone keys (Ed25519 KSK and ZSK) and the DS for the parent zone.",
+    no_args_is_help=True,
+)
+keys_app = typer.Typer(
+    context_settings=HELP_SETTINGS,
+    name="keys",
+    help="Handle and zone key status across zones.",
+    no_args_is_help=True,
+)
+
+app.command()(sign.sign)
+app.command()(sign.verify)
+app.command()(resolve.resolve)
+app.command("verify-record")(resolve.verify_record_command)
+app.command()(resolve.serve)
+app.command()(handles.keygen)
+app.command()(init.init)
+app.add_typer(dnssec_app)
+dnssec_app.command("keygen")(dnssec.dnssec_keygen)
+dnssec_app.command("ds")(dnssec.dnssec_ds)
+dnssec_app.command("status")(dnssec.dnssec_status)
+dnssec_app.command("rollover")(dnssec.dnssec_rollover)
+dnssec_app.command("step")(dnssec.dnssec_step)
+app.command()(handles.rotate)
+app.command()(handles.revoke)
+app.command()(publish.plan)
+app.command()(publish.push)
+app.command("export")(publish.export_command)
+app.add_typer(keys_app)
+keys_app.command("status")(handles.keys_status)
+
+
+def _version_callback(value: bool) -> None:
+    if value:
+        typer.echo(f"alter-publish {__version__}")
+        raise typer.Exit
+
+
+@app.callback()
+def _root(
+    version: Annotated[
+        bool,
+        typer.Option(
+            "--version", callback=_version_callback, is_eager=True, help="Print the version."
+        ),
+    ] = False,
+    debug: Annotated[bool, typer.Option("--debug", help="Show tracebacks for errors.")] = False,
+) -> None:
+    """alter-publish: signed _alter records for the zones you own, proven before publishing."""
+
+
+MAX_ERROR_LINES = 20
+
+
+def _error_lines(error: AlterError) -> list[str]:
+    if isinstance(error, VerificationError):
+        where = f"{error.where}: " if error.where else ""
+        return [f"{where}{error.category}: {error.what}"]
+    if len(error.reasons) <= 1:
+        return [str(error)]
+    lines = list(error.reasons[:MAX_ERROR_LINES])
+    if len(error.reasons) > MAX_ERROR_LINES:
+        lines.append(f"... and {len(error.reasons) - MAX_ERROR_LINES} more problems")
+    return lines
+
+
+#: Each command's line in its group's listing: a whole sentence that fits on one line
+#: (typer would cut the docstring's first sentence to the terminal's width).
+SUMMARIES: Final = {
+    (): "Sign, prove and publish alter1 records for your zones.",
+    ("sign",): "Sign, prove on loopback, then write the zones' outputs.",
+    ("verify",): "Prove written outputs, on loopback or at a name server.",
+    ("resolve",): "Resolve and verify a handle at any name server.",
+    ("verify-record",): "Check one record by hand, as pasted from dig.",
+    ("serve",): "Serve zone files from the embedded name server.",
+    ("keygen",): "Create a handle's first key and revocation secret.",
+    ("init",): "Scaffold a workspace: a definition, templates, keys/.",
+    ("rotate",): "Make a handle's next key epoch, for sign to publish.",
+    ("revoke",): "Queue the revocation of a past key epoch.",
+    ("plan",): "List the record changes a push would make.",
+    ("push",): "Update a primary by RFC 2136 with TSIG, then prove it.",
+    ("export",): "Export the signed records for BIND, octoDNS or HTTPS.",
+    ("keys",): "Handle and zone key status across zones.",
+    ("keys", "status"): "Show key epochs and states, and what is due next.",
+    ("dnssec",): "Zone DNSSEC keys, rollovers and the DS for the parent.",
+    ("dnssec", "keygen"): "Create a zone's KSK and ZSK and print the DS.",
+    ("dnssec", "ds"): "Print the zone's DNSSEC keys and the DS records.",
+    ("dnssec", "status"): "Show the zone's DNSSEC keys and the rollover step.",
+    ("dnssec", "rollover"): "Start a ZSK or KSK rollover (RFC 7583).",
+    ("dnssec", "step"): "Take the running rollover's next step.",
+}
+
+#: The metavar of every argument and option that takes a value, by parameter name, the
+#: same in every command (another name shows as itself in capitals).
+METAVARS: Final = {
+    "zones": "ZONE",
+    "zone": "ZONE",
+    "substrate": "ZONE",
+    "zone_files": "ZONEFILE",
+    "handle": "HANDLE",
+    "reference": "URI|HANDLE",
+    "text": "RECORD",
+    "owner": "NAME",
+    "role": "zsk|ksk",
+    "out": "DIR",
+    "keys": "DIR",
+    "templates": "DIR",
+    "zones_dir": "DIR",
+    "directory": "DIR",
+    "now": "UNIX",
+    "jobs": "N",
+    "epoch": "N",
+    "server": "HOST:PORT",
+    "address": "ADDRESS",
+    "port": "PORT",
+    "timeout": "SECONDS",
+    "ttl": "SECONDS",
+    "max_delete": "SHARE",
+    "fmt": "FORMAT",
+    "trust_anchor": "FILE",
+    "tsig_key": "FILE",
+    "secret_out": "FILE",
+    "secret_file": "FILE",
+    "pin_store": "FILE",
+    "output": "FILE",
+}
+
+
+def cli_command() -> Any:
+    """The click command behind the app (for tools that walk its options), with the
+    summaries of ``SUMMARIES`` and the metavars of ``METAVARS``."""
+    command = typer.main.get_command(app)
+    _plain_help(command, ())
+    return command
+
+
+def _no_type(ctx: Any) -> None:
+    return None
+
+
+def _plain_help(command: Any, path: tuple[str, ...]) -> None:
+    """Give ``command`` and its subcommands whole summaries and plain metavars."""
+    command.short_help = SUMMARIES.get(path, command.short_help)
+    for param in command.params:
+        if getattr(param, "is_flag", False) or param.name is None:
+            continue
+        param.metavar = METAVARS.get(param.name, param.name.upper())
+        if param.param_type_name == "argument":
+            # typer prints an argument's type after its metavar (``ZONE <list[Path]>``).
+            param.display_type_rich = _no_type
+    for name, subcommand in getattr(command, "commands", {}).items():
+        _plain_help(subcommand, (*path, name))
+
+
+def _split_debug(args: Sequence[str]) -> tuple[list[str], bool]:
+    """``args`` without ``--debug``, which may stand before or after the command."""
+    end = args.index("--") if "--" in args else len(args)
+    kept = [arg for arg in args[:end] if arg != "--debug"]
+    return [*kept, *args[end:]], len(kept) < end
+
+
+def main(argv: list[str] | None = None) -> None:
+    """Entry point: run the app and map every error to one line and an exit code."""
+    args, debug = _split_debug((sys.argv[1:] if argv is None else argv) or ["--help"])
+    command = cli_command()
+    try:
+        code = command.main(args=args, prog_name="alter-publish", standalone_mode=False)
+    except FailureError as failure:
+        typer.echo(f"alter-publish: error: {failure}", err=True)
+        sys.exit(failure.code)
+    except AlterError as error:
+        if debug:
+            raise
+        for line in _error_lines(error):
+            typer.echo(f"alter-publish: error: {line}", err=True)
+        sys.exit(error.exit_code)
+    except typer.Abort:
+        typer.echo("alter-publish: aborted", err=True)
+        sys.exit(130)
+    except typer.TyperException as error:  # usage errors: bad option, missing argument
+        if debug:
+            raise
+        format_message = getattr(error, "format_message", None)
+        text = format_message() if callable(format_message) else str(error)
+        typer.echo(f"alter-publish: error: {' '.join(str(text).split())} (see --help)", err=True)
+        sys.exit(EXIT_USAGE)
+    except KeyboardInterrupt:
+        typer.echo("alter-publish: interrupted", err=True)
+        sys.exit(130)
+    except Exception as error:
+        if debug:
+            raise
+        typer.echo(
+            f"alter-publish: internal error: {type(error).__name__}: "
+            f"{' '.join(str(error).split())} (rerun with --debug and report it)",
+            err=True,
+        )
+        sys.exit(EXIT_INTERNAL)
+    sys.exit(code if isinstance(code, int) else EXIT_OK)

@@ -1,0 +1,191 @@
+"""``plan``, ``push`` and ``export``: getting the signed records to other servers."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Annotated
+
+import typer
+
+from alter_publish.cli.options import (
+    JsonOption,
+    NowOption,
+    OutOption,
+    PublishTimeoutOption,
+    ServerOption,
+    SimulatedTimeOption,
+    TrustAnchorOption,
+    TsigKeyOption,
+    ZoneArgument,
+    ZonesDirOption,
+    parse_hostport,
+    write_now,
+)
+from alter_publish.cli.output import emit_json, fail, print_verified, warn
+from alter_publish.definition.model import load_zone
+from alter_publish.definition.workspace import workspace_for
+from alter_publish.errors import EXIT_DRIFT, EXIT_VERIFICATION, UsageError
+from alter_publish.keys import commands as keyops
+from alter_publish.publish import export
+from alter_publish.publish import push as publishing
+
+
+def _print_plan(result: publishing.Plan) -> None:
+    marks = {"add": "+", "update": "~", "delete": "-"}
+    for change in result.changes:
+        before = len(change.before.texts) if change.before else 0
+        after = len(change.after.texts) if change.after else 0
+        typer.echo(
+            f"{marks[change.action]} {change.owner} ({change.action}: "
+            f"{before} -> {after} alter1 record(s))"
+        )
+    counts = result.counts()
+    summary = ", ".join(f"{counts[a]} {a}" for a in ("add", "update", "delete"))
+    state = summary if result.pending else "nothing to do"
+    typer.echo(
+        f"{result.zone}: {state} on {result.server} ({result.served} alter1 records served, "
+        f"read by {result.enumeration})"
+    )
+
+
+def plan(
+    zone: ZoneArgument,
+    server: ServerOption,
+    tsig_key: TsigKeyOption = None,
+    out: OutOption = None,
+    zones_dir: ZonesDirOption = None,
+    timeout: PublishTimeoutOption = publishing.DEFAULT_TIMEOUT_SECONDS,
+    as_json: JsonOption = False,
+) -> None:
+    """List the adds, updates and deletes of alter1 records a push would make (exit 7 if any)."""
+    spec = load_zone(keyops.zone_definition(zone, zones_dir))
+    tsig = publishing.read_tsig_key(tsig_key) if tsig_key else None
+    address = parse_hostport(server)
+    out = workspace_for([spec.path]).out(out)
+    result = publishing.plan(spec, out=out, server=address, tsig=tsig, timeout=timeout)
+    if as_json:
+        emit_json(result.to_mapping())
+    else:
+        _print_plan(result)
+    if result.pending:
+        fail(EXIT_DRIFT, f"{result.zone}: {len(result.changes)} owner name(s) differ; run push")
+
+
+PushTsigKeyOption = Annotated[
+    Path, typer.Option("--tsig-key", help="TSIG key file in BIND format (tsig-keygen).")
+]
+PushInsecureOption = Annotated[
+    bool,
+    typer.Option(
+        "--allow-insecure",
+        help="The server does not sign the zone: accept unsigned answers in the proof.",
+    ),
+]
+ForceOption = Annotated[
+    bool, typer.Option("--force", help="Delete more than --max-delete of our records.")
+]
+MaxDeleteOption = Annotated[
+    float,
+    typer.Option(
+        "--max-delete",
+        help="Largest share of our served records a push may delete without --force.",
+        min=0.0,
+        max=1.0,
+    ),
+]
+
+
+def push(
+    zone: ZoneArgument,
+    server: ServerOption,
+    tsig_key: PushTsigKeyOption,
+    out: OutOption = None,
+    trust_anchor: TrustAnchorOption = None,
+    allow_insecure: PushInsecureOption = False,
+    force: ForceOption = False,
+    max_delete: MaxDeleteOption = publishing.DEFAULT_MAX_DELETE_SHARE,
+    now: NowOption = None,
+    allow_simulated_time: SimulatedTimeOption = False,
+    zones_dir: ZonesDirOption = None,
+    timeout: PublishTimeoutOption = publishing.DEFAULT_TIMEOUT_SECONDS,
+    as_json: JsonOption = False,
+) -> None:
+    """Apply the plan by RFC 2136 dynamic update with TSIG, then prove the server's answers."""
+    moment = write_now(now, allow_simulated_time)
+    if allow_insecure:
+        warn("--allow-insecure: the proof accepts answers without DNSSEC validation")
+    definition = keyops.zone_definition(zone, zones_dir)
+    tsig = publishing.read_tsig_key(tsig_key)
+    address = parse_hostport(server)
+    outcome = publishing.push(
+        definition,
+        out=workspace_for([definition]).out(out),
+        server=address,
+        tsig=tsig,
+        now=moment,
+        trust_anchors=trust_anchor,
+        allow_insecure=allow_insecure,
+        max_delete=max_delete,
+        force=force,
+        timeout=timeout,
+    )
+    _print_pushed(outcome, as_json)
+    if not outcome.proof.ok:
+        failed = sum(len(p.failures) for p in outcome.proof.proofs)
+        fail(EXIT_VERIFICATION, f"pushed, but the proof failed for {failed} handle(s)")
+
+
+def _print_pushed(outcome: publishing.PushReport, as_json: bool) -> None:
+    result, sent, report = outcome.plan, outcome.sent, outcome.proof
+    if as_json:
+        emit_json(
+            {
+                "plan": result.to_mapping(),
+                "updates_sent": sent,
+                "proof": report.to_mapping(),
+                "ok": report.ok,
+            }
+        )
+    else:
+        _print_plan(result)
+        typer.echo(f"{result.zone}: {sent} update message(s) applied; server now matches")
+    print_verified(report, as_json)
+
+
+FormatOption = Annotated[
+    str,
+    typer.Option(
+        "--format", help="bind-include ($INCLUDE file), octodns (YAML), or well-known (JSON)."
+    ),
+]
+ExportOutputOption = Annotated[
+    Path | None,
+    typer.Option("--output", help="Write here ('-' for stdout) instead of the default path."),
+]
+
+
+def export_command(
+    zone: ZoneArgument,
+    fmt: FormatOption,
+    out: OutOption = None,
+    output: ExportOutputOption = None,
+    zones_dir: ZonesDirOption = None,
+    as_json: JsonOption = False,
+) -> None:
+    """Export the signed alter1 records for other publishers: BIND, octoDNS or HTTPS."""
+    try:
+        kind = export.ExportFormat(fmt.lower())
+    except ValueError as exc:
+        known = ", ".join(str(f) for f in export.ExportFormat)
+        raise UsageError(f"--format {fmt!r} is not one of {known}") from exc
+    spec = load_zone(keyops.zone_definition(zone, zones_dir))
+    out = workspace_for([spec.path]).out(out)
+    if output == Path("-"):
+        typer.echo(export.render_export(export.load_export(spec, out), spec, kind), nl=False)
+        return
+    result = export.export_zone(spec, kind, out=out, output=output)
+    if as_json:
+        emit_json(result.to_mapping())
+        return
+    said = "wrote" if result.written else "unchanged"
+    typer.echo(f"{spec.origin}: {result.records} alter1 record(s) as {kind}: {said} {result.path}")

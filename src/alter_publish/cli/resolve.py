@@ -1,0 +1,168 @@
+"""``resolve``, ``verify-record`` and ``serve``: what any verifier of alter1 records does."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Annotated, Any
+
+import typer
+
+from alter_publish import pipeline
+from alter_publish.cli.options import (
+    JsonOption,
+    NowOption,
+    SimulatedTimeOption,
+    TrustAnchorOption,
+    clock_now,
+    parse_hostport,
+    write_now,
+)
+from alter_publish.cli.output import emit_json, envelope_mapping, fail, print_envelope, warn
+from alter_publish.dns.anchors import read_trust_anchors
+from alter_publish.dns.answerers import answerer_for
+from alter_publish.dns.server import ZoneServer
+from alter_publish.dns.zonefile import origin_of
+from alter_publish.errors import EXIT_VERIFICATION, VerificationError
+from alter_publish.format.handles import AlterURI, parse_reference
+from alter_publish.format.recordtext import record_owner, verify_pasted
+from alter_publish.verify.pinning import PinnedResult, resolve_pinned
+from alter_publish.verify.resolve import DEFAULT_TIMEOUT_SECONDS
+
+ReferenceArgument = Annotated[str, typer.Argument(help="An alter: URI or a ~handle.")]
+ResolveServerOption = Annotated[
+    str, typer.Option("--server", help="HOST:PORT of the name server to ask.")
+]
+SubstrateOption = Annotated[
+    str | None, typer.Option("--substrate", help="Substrate zone for non-domain handles.")
+]
+ResolveInsecureOption = Annotated[
+    bool,
+    typer.Option("--allow-insecure", help="Accept answers that are not DNSSEC-validated."),
+]
+ResolveTimeoutOption = Annotated[
+    float,
+    typer.Option(
+        "--timeout",
+        help="Seconds to wait for a reply; an unanswered query is sent once more.",
+        min=0.1,
+    ),
+]
+PinStoreOption = Annotated[
+    Path | None,
+    typer.Option(
+        "--pin-store",
+        help="Pin (handle, epoch, key) on first use in this file and enforce it after: "
+        "rollback, key-mismatch and continuity (psig) checks.",
+    ),
+]
+
+
+def resolve(
+    reference: ReferenceArgument,
+    server: ResolveServerOption,
+    substrate: SubstrateOption = None,
+    now: NowOption = None,
+    trust_anchor: TrustAnchorOption = None,
+    allow_insecure: ResolveInsecureOption = False,
+    timeout: ResolveTimeoutOption = DEFAULT_TIMEOUT_SECONDS,
+    pin_store: PinStoreOption = None,
+    allow_simulated_time: SimulatedTimeOption = False,
+    as_json: JsonOption = False,
+) -> None:
+    """Resolve and verify a handle against any name server (spec section 7)."""
+    target = parse_reference(reference)
+    moment = write_now(now, allow_simulated_time) if pin_store else clock_now(now)
+    if allow_insecure:
+        warn("--allow-insecure: accepting answers without DNSSEC validation")
+    outcome = resolve_pinned(
+        target,
+        server=parse_hostport(server),
+        substrate=substrate,
+        now=moment,
+        pin_store=pin_store,
+        anchors=read_trust_anchors(trust_anchor) if trust_anchor else (),
+        allow_insecure=allow_insecure,
+        timeout=timeout,
+    )
+    _print_resolved(target, outcome, pinning=pin_store is not None, as_json=as_json)
+
+
+def _print_resolved(
+    target: AlterURI, outcome: PinnedResult, *, pinning: bool, as_json: bool
+) -> None:
+    result = outcome.resolution
+    fields: dict[str, Any] = {"handle": target.handle.ref, "owner": result.owner}
+    if result.envelope is not None:
+        fields = envelope_mapping(result.envelope, result.owner)
+    fields.update(
+        {
+            "ok": result.ok,
+            "dnssec": str(result.dnssec),
+            "category": result.category,
+            "detail": result.detail,
+            "path": "/".join(target.path) or None,
+            "query": target.query,
+            "fragment": target.fragment,
+        }
+    )
+    if pinning:
+        fields["pin"] = outcome.pin
+    if as_json:
+        emit_json(fields)
+    elif result.ok:
+        print_envelope(fields)
+        typer.echo(f"{'dnssec:':12} {result.dnssec}")
+        if outcome.pin is not None and result.envelope is not None:
+            typer.echo(f"{'pin:':12} {outcome.pin}")
+    if not result.ok:
+        fail(
+            EXIT_VERIFICATION,
+            f"{result.owner}: {target.handle.ref}: {result.category}: {result.detail}",
+        )
+
+
+def verify_record_command(
+    text: Annotated[str, typer.Argument(help="Record text; quoted TXT strings are joined.")],
+    owner: Annotated[str, typer.Option("--owner", help="Owner name the record was found at.")],
+    substrate: Annotated[
+        str | None,
+        typer.Option("--substrate", help="Substrate zone (default: inferred from the owner)."),
+    ] = None,
+    now: NowOption = None,
+    as_json: JsonOption = False,
+) -> None:
+    """Check one record by hand, as pasted from dig (spec section 6)."""
+    owner_name = record_owner(owner)
+    try:
+        envelope = verify_pasted(text, owner=owner_name, substrate=substrate, now=clock_now(now))
+    except VerificationError as exc:
+        if as_json:
+            emit_json(
+                {"ok": False, "owner": owner_name, "category": exc.category, "detail": exc.what}
+            )
+        raise
+    fields = envelope_mapping(envelope, owner_name)
+    if as_json:
+        emit_json({"ok": True, **fields})
+    else:
+        print_envelope(fields)
+        typer.echo(f"{'result:':12} valid")
+
+
+def serve(
+    zone_files: Annotated[list[Path], typer.Argument(help="Zone files to serve.")],
+    address: Annotated[str, typer.Option("--address", help="Address to listen on.")] = "127.0.0.1",
+    port: Annotated[
+        int, typer.Option("--port", help="Port (0: any free port).", min=0, max=65535)
+    ] = 0,
+) -> None:
+    """Serve zone files with the embedded authoritative server (UDP and TCP) until Ctrl-C."""
+    zones = [pipeline.read_zone_file(path, origin_of(path)) for path in zone_files]
+    with ZoneServer(answerer=answerer_for(zones), address=address, port=port) as server:
+        host, bound = server.address
+        names = ", ".join(str(zone.origin) for zone in zones)
+        typer.echo(f"serving {names} on {host}:{bound} (udp+tcp); Ctrl-C to stop", err=True)
+        try:
+            server.wait()
+        except KeyboardInterrupt:
+            typer.echo("stopped", err=True)

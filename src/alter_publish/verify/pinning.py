@@ -1,0 +1,82 @@
+"""Resolving with a pin store: its policy, in one place (spec 6 step 6, trust on first use).
+
+The store is read, the handle's pin (if any) is enforced by :func:`resolve`, and a
+successful answer moves the pin only when it was DNSSEC-validated: an unvalidated
+(possibly spoofed) answer must not be able to plant or move a pin.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Final
+
+from alter_publish.dns.anchors import TrustAnchor
+from alter_publish.dns.validation import DNSSECStatus
+from alter_publish.format.handles import AlterURI, Handle
+from alter_publish.verify.pins import PinStore
+from alter_publish.verify.resolve import DEFAULT_TIMEOUT_SECONDS, Resolution, resolve
+
+#: What happened to the pin when the answer verified but was not DNSSEC-validated.
+PIN_NOT_UPDATED_INSECURE: Final = "not updated (answer not DNSSEC-validated)"
+
+
+@dataclass(frozen=True, slots=True)
+class PinnedResult:
+    """A resolution and what it did to the pin store.
+
+    Attributes:
+        resolution: the outcome of resolving the handle (its pin enforced).
+        pin: ``pinned``, ``advanced``, ``unchanged`` or :data:`PIN_NOT_UPDATED_INSECURE`;
+            None without a pin store or when the resolution failed.
+    """
+
+    resolution: Resolution
+    pin: str | None
+
+
+def resolve_pinned(
+    reference: AlterURI | Handle,
+    *,
+    server: tuple[str, int],
+    substrate: str | None,
+    now: int,
+    pin_store: Path | None,
+    anchors: Sequence[TrustAnchor] = (),
+    allow_insecure: bool = False,
+    timeout: float = DEFAULT_TIMEOUT_SECONDS,
+) -> PinnedResult:
+    """Resolve ``reference`` (spec section 7), enforcing and updating ``pin_store`` if given.
+
+    The store is written only when a DNSSEC-validated answer pins or advances the handle.
+
+    Returns:
+        The resolution (check ``resolution.ok``) and the pin change.
+
+    Raises:
+        UsageError: ``pin_store`` is unreadable or not a pin store.
+        HandleError: a non-domain handle without a substrate.
+        ResolveError: the server did not answer usably.
+        RenderError: the pin store cannot be written.
+    """
+    handle = reference.handle if isinstance(reference, AlterURI) else reference
+    pins = PinStore.read(pin_store) if pin_store is not None else None
+    result = resolve(
+        reference,
+        server=server,
+        substrate=substrate,
+        now=now,
+        anchors=anchors,
+        allow_insecure=allow_insecure,
+        timeout=timeout,
+        pinned=pins.pinned(handle.owner(substrate)) if pins is not None else None,
+    )
+    if pins is None or not result.ok or result.envelope is None:
+        return PinnedResult(result, None)
+    if result.dnssec is not DNSSECStatus.SECURE:
+        return PinnedResult(result, PIN_NOT_UPDATED_INSECURE)
+    change = pins.accept(result.owner, result.envelope, now)
+    if change != "unchanged":
+        pins.write()
+    return PinnedResult(result, change)
