@@ -20,7 +20,6 @@ MODULE_LINES_MAX = 700
 KNOWN_UPWARD: frozenset[tuple[str, str]] = frozenset(
     {
         ("alter_publish.dns.dnssec", "alter_publish.keys.store"),
-        ("alter_publish.keys.commands", "alter_publish.pipeline"),
     }
 )
 
