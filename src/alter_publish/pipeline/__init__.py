@@ -1,9 +1,11 @@
 """The library calls the CLI makes: sign, verify, keygen, init and friends.
 
-The pipeline by job: :mod:`.signing` (the flow of ``sign``) tries the strategies
-:mod:`.unchanged`, :mod:`.patch` and the full run (:mod:`.chain`, :mod:`.build`),
-then :mod:`.commit` writes and :mod:`.memory` records what the next run may reuse.
-:mod:`.verification` proves written outputs; :mod:`.scaffold` sets a workspace up.
+The pipeline by job: :mod:`.signing` (the flow of ``sign``) gives each zone to the
+first strategy that applies, :mod:`.unchanged`, :mod:`.patch` or :mod:`.full` (which
+plans with :mod:`.plan`: :mod:`.chain` and :mod:`.build`), all under one
+:class:`RunContext`; :mod:`.commit` writes, and :mod:`.memory` records what the next
+run may reuse. :mod:`.verification` proves written outputs; :mod:`.scaffold` sets a
+workspace up.
 """
 
 from __future__ import annotations
@@ -18,13 +20,14 @@ from alter_publish.definition.state import (
 )
 from alter_publish.definition.workspace import zone_origin
 from alter_publish.pipeline.build import ZonePlan
-from alter_publish.pipeline.chain import plan_zone
+from alter_publish.pipeline.context import RunContext
 from alter_publish.pipeline.paths import (
     default_templates_dir,
     ds_path,
     find_zone_files,
     output_paths,
 )
+from alter_publish.pipeline.plan import plan_zone
 from alter_publish.pipeline.reports import (
     HANDLE_CHANGE_REASONS,
     ZONE_CHANGE_REASONS,
@@ -43,6 +46,7 @@ __all__ = [
     "ZONE_CHANGE_REASONS",
     "ZONE_SCAFFOLD",
     "Change",
+    "RunContext",
     "SerialState",
     "SignReport",
     "VerifyReport",

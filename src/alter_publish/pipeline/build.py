@@ -45,6 +45,7 @@ from alter_publish.format.identitylog import (
     LogEntry,
 )
 from alter_publish.keys.store import ZoneKey
+from alter_publish.pipeline.context import RunContext
 from alter_publish.pipeline.paths import output_paths
 from alter_publish.pipeline.render import (
     ENVELOPES_FORMAT,
@@ -78,7 +79,7 @@ class ZonePlan:
     zone_keys: tuple[ZoneKey, ...] = ()
     expectations: Mapping[str, Expectation] = field(default_factory=dict)
     #: Where the rendered text put the serial and each handle (None: not as shipped).
-    layout: _Layout | None = None
+    layout: Layout | None = None
     #: The log's Merkle tree frontier once the new entries are appended.
     log_frontier: tuple[tuple[int, str], ...] = ()
     #: What this run changes and why.
@@ -92,7 +93,7 @@ class ZonePlan:
         return parse_trust_anchors(self.signed_zone.ds_text, where=f"{self.spec.origin}.ds")
 
 
-def _handles_added_and_removed(
+def handles_added_and_removed(
     spec: ZoneSpec, published: frozenset[str] | None, changes: Sequence[Change]
 ) -> list[Change]:
     """Handles the last outputs did not publish (whose envelope is reused) or did and the
@@ -110,7 +111,7 @@ def _handles_added_and_removed(
     return found
 
 
-def _zone_changes(
+def zone_changes(
     previous: SerialState | None,
     digest: str,
     window: SignatureWindow | None,
@@ -136,7 +137,7 @@ def _zone_changes(
     return found
 
 
-def _published_handles(envelopes_file: Path) -> frozenset[str] | None:
+def published_handles(envelopes_file: Path) -> frozenset[str] | None:
     """The handles ``<zone>.envelopes.json`` lists, or None when it is missing or not
     as this tool writes it (one handle a line, keys sorted)."""
     try:
@@ -161,21 +162,32 @@ _PUBLISHED_HANDLE = re.compile(rb'"handle": "([^"\\]+)"')
 _SERIAL_SENTINEL = 987_654_321_987_654_321
 
 
-def _render(
+@dataclass(frozen=True, slots=True)
+class Rendered:
+    """The zone rendered once: its text, serial, content digest, records and layout."""
+
+    text: str
+    serial: int
+    digest: str
+    records: ZoneRecords
+    layout: Layout | None
+
+
+def render(
+    ctx: RunContext,
     spec: ZoneSpec,
     signed: Sequence[SignedHandle],
-    templates: Path,
     previous_state: SerialState | None,
     window: SignatureWindow | None,
     zone_keys: Sequence[ZoneKey],
-    now: int,
-) -> tuple[str, int, str, ZoneRecords, _Layout | None]:
-    """Render the zone once; returns (zone text, serial, content digest, records, layout).
+) -> Rendered:
+    """Render the zone once through ``ctx.templates``: the serial is rendered as a
+    sentinel, then replaced by 0 for the digest and by the serial that digest gives.
 
     Raises:
         RenderError: a template or the rendered zone is broken.
     """
-    version = __version__
+    templates, version = ctx.templates, __version__
     rrsets = handle_rrsets(signed)
     context = template_context(spec, signed, _SERIAL_SENTINEL, version, rrsets)
     text = render_zone_text(templates, context)
@@ -187,9 +199,11 @@ def _render(
         if plain
         else render_zone_text(templates, template_context(spec, signed, 0, version, rrsets))
     )
-    digest = content_digest(draft + _dnssec_fingerprint(spec, zone_keys, window))
+    digest = content_digest(draft + dnssec_fingerprint(spec, zone_keys, window))
     serial = (
-        previous_state.next_for(digest, now) if previous_state else min(max(now, 1), SERIAL_MAX)
+        previous_state.next_for(digest, ctx.now)
+        if previous_state
+        else min(max(ctx.now, 1), SERIAL_MAX)
     )
     zone_text = (
         text.replace(sentinel, str(serial))
@@ -198,12 +212,12 @@ def _render(
     )
     serial_index = text.find(sentinel) if plain else -1
     del text, draft  # two more copies of the zone otherwise live through signing
-    layout = _layout(zone_text, serial_index, rrsets)
-    return zone_text, serial, digest, _records(spec, rrsets, zone_text), layout
+    layout_ = find_layout(zone_text, serial_index, rrsets)
+    return Rendered(zone_text, serial, digest, rendered_records(spec, rrsets, zone_text), layout_)
 
 
 @dataclass(frozen=True, slots=True)
-class _Layout:
+class Layout:
     """Where the rendered zone text puts the serial and each handle's lines (byte
     offsets, for the memo of :mod:`incremental`)."""
 
@@ -212,7 +226,7 @@ class _Layout:
     rendered_end: int
 
 
-def _layout(text: str, serial_index: int, rrsets: Sequence[HandleRecord]) -> _Layout | None:
+def find_layout(text: str, serial_index: int, rrsets: Sequence[HandleRecord]) -> Layout | None:
     """The layout of ``text`` as the shipped templates render it (each handle's lines
     start one line above its first record), or None when it is not laid out so."""
     if serial_index < 0 or not rrsets:
@@ -234,14 +248,16 @@ def _layout(text: str, serial_index: int, rrsets: Sequence[HandleRecord]) -> _La
         return None
     end = at + 1
     delta = len(text[: starts[0]].encode()) - starts[0]
-    return _Layout(
+    return Layout(
         serial_at=len(text[:serial_index].encode()),
         segments=tuple(start + delta for start in (*starts, end)),
         rendered_end=end + delta + len(text[end:].encode()),
     )
 
 
-def _records(spec: ZoneSpec, handle_records: Sequence[HandleRecord], zone_text: str) -> ZoneRecords:
+def rendered_records(
+    spec: ZoneSpec, handle_records: Sequence[HandleRecord], zone_text: str
+) -> ZoneRecords:
     """The rendered zone's records: the handle records taken as rendered, the rest parsed
     (the whole text is parsed when the template renders the handle records its own way).
 
@@ -254,16 +270,16 @@ def _records(spec: ZoneSpec, handle_records: Sequence[HandleRecord], zone_text: 
         head = parse_zone_text(
             split.head, spec.origin, where=zone_file.name, line_of=split.original_line
         )
-        _refuse_wildcards(head, zone_file.name)
+        refuse_wildcards(head, zone_file.name)
         records = with_handles(from_zone(head), handle_records)
         if records is not None:
             return records
     zone = parse_zone_text(zone_text, spec.origin, where=zone_file.name)
-    _refuse_wildcards(zone, zone_file.name)
+    refuse_wildcards(zone, zone_file.name)
     return from_zone(zone)
 
 
-def _next_state(
+def next_state(
     previous: SerialState | None,
     serial: int,
     digest: str,
@@ -293,7 +309,7 @@ def _next_state(
     )
 
 
-def _refuse_wildcards(zone: dns.zone.Zone, where: str) -> None:
+def refuse_wildcards(zone: dns.zone.Zone, where: str) -> None:
     """The loopback server does not synthesize wildcard answers, so no proof could pass.
 
     Raises:
@@ -308,7 +324,7 @@ def _refuse_wildcards(zone: dns.zone.Zone, where: str) -> None:
         )
 
 
-def _dnssec_fingerprint(
+def dnssec_fingerprint(
     spec: ZoneSpec, zone_keys: Sequence[ZoneKey], window: SignatureWindow | None
 ) -> str:
     """What besides the rendered text decides the signed output (for the serial digest)."""
@@ -322,7 +338,7 @@ def _dnssec_fingerprint(
     return "\n; " + json.dumps(doc, sort_keys=True)
 
 
-def _dnssec_section(signed: SignedZone) -> str:
+def dnssec_section(signed: SignedZone) -> str:
     return (
         f"\n; DNSSEC (alter-publish): Ed25519 keys, {signed.denial.upper()} denial, "
         f"{signed.signatures} signatures valid "
@@ -330,7 +346,7 @@ def _dnssec_section(signed: SignedZone) -> str:
     )
 
 
-def _dnssec_summary(plan: ZonePlan) -> dict[str, Any] | None:
+def dnssec_summary(plan: ZonePlan) -> dict[str, Any] | None:
     signed = plan.signed_zone
     if signed is None:
         return None

@@ -4,11 +4,9 @@ append it to the IdentityLog; ``plan_zone`` runs it and the build for one zone.
 
 from __future__ import annotations
 
-import dataclasses
 import os
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
-from pathlib import Path
 
 from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PrivateKey
 
@@ -18,15 +16,6 @@ from alter_publish.definition.model import (
     ZoneSpec,
     format_duration,
     format_utc,
-)
-from alter_publish.definition.state import SerialState, state_path_for, zone_sha256
-from alter_publish.dns.dnssec import (
-    choose_window,
-    sign_records,
-)
-from alter_publish.dns.records import (
-    SignedRRs,
-    unsigned_rrsets,
 )
 from alter_publish.errors import (
     KeyStoreError,
@@ -41,32 +30,22 @@ from alter_publish.format.envelope import (
 )
 from alter_publish.format.handles import Handle
 from alter_publish.format.identitylog import (
+    IdentityLog,
     LogEntry,
     MerkleTree,
     log_path_for,
-    read_log,
 )
 from alter_publish.keys.lifecycle import (
     HandleRevocations,
     LogIndex,
-    read_revocations,
-    revocations_path_for,
-    zone_revocations,
 )
 from alter_publish.keys.store import Continuity, KeyStore
-from alter_publish.parallel import NoProgress, Progress, Workers, ranges, shared
-from alter_publish.pipeline.build import (
-    ZonePlan,
-    _dnssec_section,
-    _handles_added_and_removed,
-    _next_state,
-    _render,
-    _zone_changes,
-)
+from alter_publish.parallel import Workers, ranges, shared
+from alter_publish.pipeline.context import RunContext
 from alter_publish.pipeline.render import (
     SignedHandle,
 )
-from alter_publish.pipeline.reports import Change, _Stopwatch
+from alter_publish.pipeline.reports import Change
 from alter_publish.verify.proof import (
     Expectation,
 )
@@ -79,7 +58,7 @@ def _tags_after_rc(envelope: Envelope) -> Tags:
 
 
 def _resign_reason(
-    previous: Envelope | None, spec: HandleSpec, key: _Key, now: int, zone: ZoneSpec
+    previous: Envelope | None, spec: HandleSpec, key: LoadedKey, now: int, zone: ZoneSpec
 ) -> tuple[str, str] | None:
     """Why the logged envelope cannot be published again, as (reason, detail) (see
     ``HANDLE_CHANGE_REASONS``); None when it still says exactly what the definition asks."""
@@ -112,7 +91,7 @@ def _lifetime_text(seconds: int | None) -> str:
 
 
 def _check_against_log(
-    handle_spec: HandleSpec, key: _Key, logged: Envelope | None, zone: str
+    handle_spec: HandleSpec, key: LoadedKey, logged: Envelope | None, zone: str
 ) -> None:
     """Never publish an older epoch than the log did, nor another key under its epoch.
 
@@ -141,7 +120,7 @@ def _check_against_log(
 def _previous_key(
     spec: ZoneSpec,
     handle_spec: HandleSpec,
-    key: _Key,
+    key: LoadedKey,
     keys: KeyStore,
     revoked: frozenset[int],
     published: bool,
@@ -183,7 +162,7 @@ LOADER_NICE = 10
 
 
 @dataclass(frozen=True, slots=True)
-class _Key:
+class LoadedKey:
     """A handle's current key as a worker loaded it (seed, public key, commitment)."""
 
     handle: Handle
@@ -211,7 +190,7 @@ def _load_key_span(span: tuple[int, int]) -> list[_Loaded]:
     """Worker side: the current key of handles ``span`` (or the problem, one line).
 
     A key is never created here for a handle whose owner name is in the log: the main
-    process decides (:func:`_current_material`), so no key contradicts the log.
+    process decides (:func:`current_material`), so no key contradicts the log.
     """
     keys, origin, handles, create, logged_owners = shared()
     loaded: list[_Loaded] = []
@@ -235,7 +214,7 @@ def _load_key_span(span: tuple[int, int]) -> list[_Loaded]:
     return loaded
 
 
-def _current_material(
+def current_material(
     spec: ZoneSpec, handle_spec: HandleSpec, keys: KeyStore, index: LogIndex, *, create: bool
 ) -> tuple[int, bytes, bytes]:
     """A handle's current key material, created (with ``create``) only when the log never
@@ -271,218 +250,124 @@ def _retry_material(
 ) -> _Loaded:
     """A worker's key problem looked at again here, where the log is known."""
     try:
-        epoch, seed, commitment = _current_material(spec, handle_spec, keys, index, create=create)
+        epoch, seed, commitment = current_material(spec, handle_spec, keys, index, create=create)
     except KeyStoreError as exc:
         return str(exc)
     return epoch, SigningKey.from_seed(seed).public, commitment, seed
 
 
-def _sign_handle(
-    spec: ZoneSpec,
-    handle_spec: HandleSpec,
-    key: _Key,
-    keys: KeyStore,
-    now: int,
-    index: LogIndex,
-    revocations: Mapping[str, HandleRevocations],
-    tree: MerkleTree,
-    signed: list[SignedHandle],
-    new_entries: list[LogEntry],
-    changes: list[Change],
-) -> None:
-    """One link of the envelope chain: log new revocations, then reuse the logged
-    envelope or sign a new one (its ``log=`` is the log so far) and log it; ``changes``
-    gets why, for every record it adds.
+class EnvelopeChain:
+    """The envelope chain of one zone as it is built: each envelope's ``log=`` names the
+    log after the one before (so it cannot be parallel); ``changes`` says why, for every
+    record it adds."""
 
-    Raises:
-        KeyStoreError: the current key is revoked, or behind or different from the log.
-    """
-    handle_revocations = revocations.get(handle_spec.handle.ref, HandleRevocations())
-    published = handle_revocations.every
-    revoked = handle_revocations.epochs
-    if key.epoch in revoked:
-        raise KeyStoreError(
-            f"the current key (epoch {key.epoch}) of {handle_spec.handle.ref} is "
-            f"revoked; run 'alter-publish rotate {handle_spec.handle.ref} --zone "
-            f"{spec.origin} --compromised'",
-            where=handle_spec.handle.ref,
-        )
-    ref = handle_spec.handle.ref
-    for revocation in handle_revocations.new:
-        entry = LogEntry(owner=handle_spec.owner, text=revocation.to_text())
-        tree.append(entry.to_bytes())
-        new_entries.append(entry)
-        changes.append(Change(ref, "epoch-revoked", f"epoch {revocation.epoch}"))
-    previous = index.latest(handle_spec.owner, handle_spec.handle)
-    _check_against_log(handle_spec, key, previous, spec.origin)
-    reason = _resign_reason(previous, handle_spec, key, now, spec)
-    if reason is None:
-        assert previous is not None  # noqa: S101 (narrowing: only a logged one is reused)
-        signed.append(SignedHandle(handle_spec, previous, published))
-        return
-    changes.append(Change(ref, *reason))
-    renewal = previous is not None and previous.epoch == key.epoch
-    previous_key = _previous_key(spec, handle_spec, key, keys, revoked, renewal)
-    envelope = sign_envelope(
-        handle=handle_spec.handle,
-        owner=handle_spec.owner,
-        epoch=key.epoch,
-        private_key=key.private(),
-        signed_at=now,
-        expires_at=None if handle_spec.lifetime is None else now + handle_spec.lifetime,
-        log_size=tree.size,
-        log_root=tree.root(),
-        commitment=key.commitment,
-        extra_tags=handle_spec.envelope_tags(),
-        previous_key=previous_key,
-    )
-    entry = LogEntry(owner=handle_spec.owner, text=envelope.to_text())
-    tree.append(entry.to_bytes())
-    new_entries.append(entry)
-    signed.append(SignedHandle(handle_spec, envelope, published))
+    def __init__(
+        self,
+        spec: ZoneSpec,
+        keys: KeyStore,
+        now: int,
+        index: LogIndex,
+        revocations: Mapping[str, HandleRevocations],
+        tree: MerkleTree,
+    ) -> None:
+        self.spec, self.keys, self.now = spec, keys, now
+        self.index, self.revocations, self.tree = index, revocations, tree
+        self.signed: list[SignedHandle] = []
+        self.new_entries: list[LogEntry] = []
+        self.changes: list[Change] = []
 
+    def add(self, handle_spec: HandleSpec, key: LoadedKey) -> None:
+        """One link: log new revocations, then reuse the logged envelope or sign a new
+        one and log it.
 
-def plan_zone(
-    spec: ZoneSpec,
-    *,
-    keys: KeyStore,
-    now: int,
-    create_keys: bool,
-    templates: Path,
-    watch: _Stopwatch,
-    jobs: int = 1,
-    progress: Progress | None = None,
-    published: frozenset[str] | None = None,
-) -> ZonePlan:
-    """Sign what needs signing and render the zone, without writing outputs.
-
-    ``published`` (the handles of the last outputs, when known) lets the plan's
-    ``changes`` name the handles added and removed since.
-
-    Raises:
-        KeyStoreError: missing or unusable keys.
-        RenderError: a template or the rendered zone is broken.
-    """
-    progress = progress or NoProgress()
-    with watch.stage("keys+envelopes"):
-        log = read_log(log_path_for(spec.path))
-        index = LogIndex(log)
-        revocations = zone_revocations(
-            spec, index, read_revocations(revocations_path_for(spec.path))
-        )
-        tree = log.tree()
-        signed: list[SignedHandle] = []
-        new_entries: list[LogEntry] = []
-        changes: list[Change] = []
-        problems: list[str] = []
-        progress.start("envelopes", len(spec.handles))
-        # Workers load the keys span by span while this process runs the envelope chain
-        # (each envelope's log= names the log after the one before: it cannot be parallel).
-        spans = ranges(len(spec.handles), KEY_SPAN_HANDLES)
-        logged_owners = frozenset(entry.owner for entry in log.entries) if create_keys else ()
-        handles = tuple(h.handle for h in spec.handles)
-        loading = (keys, spec.origin, handles, create_keys, logged_owners)
-        # Key files are small reads that wait on the disk when not cached: twice as many
-        # loaders as CPUs keep both busy either way. The chain here is the critical path:
-        # the loaders run at a lower priority and take what CPU it leaves.
-        with Workers(
-            2 * jobs if jobs > 1 else 1, loading, size=len(spec.handles), nice=LOADER_NICE
-        ) as pool:
-            for (first, _), loaded in zip(
-                spans, pool.map_chunks(_load_key_span, spans, progress=progress), strict=True
-            ):
-                for handle_spec, material in zip(spec.handles[first:], loaded, strict=False):
-                    if isinstance(material, str):
-                        material = _retry_material(spec, handle_spec, keys, index, create_keys)
-                    if isinstance(material, str):
-                        problems.append(material)
-                    if problems or isinstance(material, str):
-                        continue  # keep loading to report every problem, sign nothing more
-                    key = _Key(handle_spec.handle, *material)
-                    _sign_handle(
-                        spec,
-                        handle_spec,
-                        key,
-                        keys,
-                        now,
-                        index,
-                        revocations,
-                        tree,
-                        signed,
-                        new_entries,
-                        changes,
-                    )
-        if problems:
-            more = len(problems) - 1
+        Raises:
+            KeyStoreError: the current key is revoked, or behind or different from the log.
+        """
+        spec, ref = self.spec, handle_spec.handle.ref
+        handle_revocations = self.revocations.get(ref, HandleRevocations())
+        revoked = handle_revocations.epochs
+        if key.epoch in revoked:
             raise KeyStoreError(
-                problems[0] + (f" (+{more} more)" if more else ""), reasons=tuple(problems)
+                f"the current key (epoch {key.epoch}) of {ref} is revoked; run "
+                f"'alter-publish rotate {ref} --zone {spec.origin} --compromised'",
+                where=ref,
             )
-        progress.done()
-        expectations = _expectations(signed, index)
-    with watch.stage("zone keys"):
-        zone_keys = (
-            keys.current_zone_keys(spec.origin, create=create_keys, now=now)
-            if spec.dnssec.enabled
-            else ()
+        for revocation in handle_revocations.new:
+            self._log(LogEntry(owner=handle_spec.owner, text=revocation.to_text()))
+            self.changes.append(Change(ref, "epoch-revoked", f"epoch {revocation.epoch}"))
+        previous = self.index.latest(handle_spec.owner, handle_spec.handle)
+        _check_against_log(handle_spec, key, previous, spec.origin)
+        reason = _resign_reason(previous, handle_spec, key, self.now, spec)
+        if reason is None:
+            assert previous is not None  # noqa: S101 (narrowing: only a logged one is reused)
+            self.signed.append(SignedHandle(handle_spec, previous, handle_revocations.every))
+            return
+        self.changes.append(Change(ref, *reason))
+        renewal = previous is not None and previous.epoch == key.epoch
+        envelope = sign_envelope(
+            handle=handle_spec.handle,
+            owner=handle_spec.owner,
+            epoch=key.epoch,
+            private_key=key.private(),
+            signed_at=self.now,
+            expires_at=None if handle_spec.lifetime is None else self.now + handle_spec.lifetime,
+            log_size=self.tree.size,
+            log_root=self.tree.root(),
+            commitment=key.commitment,
+            extra_tags=handle_spec.envelope_tags(),
+            previous_key=_previous_key(spec, handle_spec, key, self.keys, revoked, renewal),
         )
-    with watch.stage("render"):
-        previous_state = SerialState.read(state_path_for(spec.path))
-        window = (
-            choose_window(previous_state.signatures if previous_state else None, now, spec.dnssec)
-            if spec.dnssec.enabled
-            else None
-        )
-        rendered = _render(spec, signed, templates, previous_state, window, zone_keys, now)
-        rendered_text, serial, digest, records, layout = rendered
-        zone_text: tuple[str, ...] = (rendered_text,)
-        del rendered
-    signed_zone = None
-    served: tuple[SignedRRs, ...]
-    if window is not None:
-        with watch.stage("dnssec"):
-            signed_zone = sign_records(
-                records,
-                keys=zone_keys,
-                spec=spec.dnssec,
-                window=window,
-                dnskey_ttl=spec.ttl,
-                jobs=jobs,
-                progress=progress,
-            )
-            zone_text += (_dnssec_section(signed_zone), signed_zone.records_text)
-            # The records are in zone_text now: the plan keeps no second reference.
-            signed_zone = dataclasses.replace(signed_zone, records_text="")
-            served = signed_zone.rrsets
-    else:
-        served = unsigned_rrsets(records)
-    changes += _handles_added_and_removed(spec, published, changes)
-    changes += _zone_changes(previous_state, digest, window, zone_keys, bool(changes))
-    return ZonePlan(
-        spec=spec,
-        log=log,
-        new_entries=tuple(new_entries),
-        signed=tuple(signed),
-        state=dataclasses.replace(
-            _next_state(
-                previous_state, serial, digest, window, zone_keys, signed_zone, now, spec.ttl
-            ),
-            zone_sha256=zone_sha256(zone_text),
-        ),
-        zone_text=zone_text,
-        served=served,
-        signed_zone=signed_zone,
-        zone_keys=zone_keys,
-        expectations=expectations,
-        layout=layout,
-        log_frontier=tuple(tree.frontier()),
-        changes=tuple(changes),
-    )
+        self._log(LogEntry(owner=handle_spec.owner, text=envelope.to_text()))
+        self.signed.append(SignedHandle(handle_spec, envelope, handle_revocations.every))
+
+    def _log(self, entry: LogEntry) -> None:
+        self.tree.append(entry.to_bytes())
+        self.new_entries.append(entry)
 
 
-def _expectations(signed: Sequence[SignedHandle], index: LogIndex) -> dict[str, Expectation]:
-    """What the proof checks for each handle signed (see :func:`_expectation`)."""
+def run_chain(ctx: RunContext, chain: EnvelopeChain, log: IdentityLog) -> None:
+    """Every handle of ``chain.spec`` through the chain, its key loaded by workers span by
+    span while this process runs the chain.
+
+    Raises:
+        KeyStoreError: keys are missing or unusable (every problem, listed).
+    """
+    spec = chain.spec
+    problems: list[str] = []
+    ctx.progress.start("envelopes", len(spec.handles))
+    spans = ranges(len(spec.handles), KEY_SPAN_HANDLES)
+    logged_owners = frozenset(entry.owner for entry in log.entries) if ctx.create_keys else ()
+    handles = tuple(h.handle for h in spec.handles)
+    loading = (ctx.keys, spec.origin, handles, ctx.create_keys, logged_owners)
+    # Key files are small reads that wait on the disk when not cached: twice as many
+    # loaders as CPUs keep both busy either way. The chain here is the critical path:
+    # the loaders run at a lower priority and take what CPU it leaves.
+    loaders = 2 * ctx.jobs if ctx.jobs > 1 else 1
+    with Workers(loaders, loading, size=len(spec.handles), nice=LOADER_NICE) as pool:
+        chunks = pool.map_chunks(_load_key_span, spans, progress=ctx.progress)
+        for (first, _), loaded in zip(spans, chunks, strict=True):
+            for handle_spec, material in zip(spec.handles[first:], loaded, strict=False):
+                if isinstance(material, str):
+                    material = _retry_material(
+                        spec, handle_spec, ctx.keys, chain.index, ctx.create_keys
+                    )
+                if isinstance(material, str):
+                    problems.append(material)
+                if problems or isinstance(material, str):
+                    continue  # keep loading to report every problem, sign nothing more
+                chain.add(handle_spec, LoadedKey(handle_spec.handle, *material))
+    if problems:
+        more = len(problems) - 1
+        raise KeyStoreError(
+            problems[0] + (f" (+{more} more)" if more else ""), reasons=tuple(problems)
+        )
+    ctx.progress.done()
+
+
+def handle_expectations(signed: Sequence[SignedHandle], index: LogIndex) -> dict[str, Expectation]:
+    """What the proof checks for each handle signed (see :func:`handle_expectation`)."""
     return {
-        item.spec.handle.ref: _expectation(
+        item.spec.handle.ref: handle_expectation(
             item.spec,
             item.envelope,
             tuple(revocation.to_text() for revocation in item.revocations),
@@ -492,7 +377,7 @@ def _expectations(signed: Sequence[SignedHandle], index: LogIndex) -> dict[str, 
     }
 
 
-def _expectation(
+def handle_expectation(
     handle_spec: HandleSpec,
     envelope: Envelope,
     revocations: tuple[str, ...],

@@ -4,16 +4,14 @@ the log lacks), for a full run and a patched one alike.
 
 from __future__ import annotations
 
-import dataclasses
-import functools
-from collections.abc import Iterable, Iterator
+from collections.abc import Callable, Iterable, Iterator
+from dataclasses import dataclass
 from pathlib import Path
 
-from alter_publish.definition.state import state_path_for
-from alter_publish.errors import (
-    RenderError,
-)
+from alter_publish.definition.state import SerialState, state_path_for
+from alter_publish.errors import RenderError
 from alter_publish.fileio import (
+    Chunk,
     atomic_write_bytes,
     atomic_write_chunks,
     atomic_write_text,
@@ -21,66 +19,103 @@ from alter_publish.fileio import (
     content_differs,
     text_differs,
 )
-from alter_publish.format.identitylog import (
-    append_entries,
-    append_lines,
-)
-from alter_publish.keys.store import KeyStore
-from alter_publish.pipeline.build import ZonePlan
-from alter_publish.pipeline.incremental import (
-    memo_path,
-)
-from alter_publish.pipeline.memory import _base_digest, _valid_span, _write_fingerprint
-from alter_publish.pipeline.patch import _Patch
-from alter_publish.pipeline.paths import output_paths
-from alter_publish.pipeline.render import (
-    envelopes_document,
-)
+from alter_publish.pipeline.context import RunContext
+from alter_publish.pipeline.paths import ds_path, output_paths
 
 
-def _commit(
-    plan: ZonePlan, zone_file: Path, envelopes_file: Path, ds_file: Path, *, dry_run: bool = False
-) -> tuple[list[str], list[int]]:
-    """Log first, then serial state, then outputs: a crash never leaves outputs the log lacks.
+@dataclass(frozen=True, slots=True)
+class Text:
+    """A file's new text, as parts written one after the other (compared, then replaced)."""
 
-    With ``dry_run`` nothing is written: the result lists what would be.
+    parts: Iterable[str]
+
+
+@dataclass(frozen=True, slots=True)
+class Chunks:
+    """A file's new bytes as chunks, known to differ from the file's (replaced unread)."""
+
+    parts: Iterable[Chunk]
+
+
+@dataclass(frozen=True, slots=True)
+class Writes:
+    """What a run writes for one zone, in the order :func:`commit` writes it."""
+
+    definition: Path  # the state file stands beside it
+    zone: str
+    log_path: Path
+    #: Appends the run's new entries to the log (None: no new entries).
+    append_log: Callable[[], object] | None
+    state: SerialState
+    zone_file: Text | Chunks | None  # None: left as it is
+    envelopes_file: Text | Chunks | None
+    #: The DS file's bytes; ``b""`` for an unsigned zone (a stale DS goes); None: left alone.
+    ds: bytes | None = None
+
+
+def commit(ctx: RunContext, writes: Writes) -> list[str]:
+    """Write the log, then the serial state, then the outputs (with ``ctx.check``: nothing,
+    but say what would be written).
 
     Returns:
-        What was written, and where each part of the envelopes document starts.
+        What was (or would be) written.
+
+    Raises:
+        RenderError: a file cannot be written or a stale DS file removed.
     """
+    dry_run = ctx.check
     write = content_differs if dry_run else atomic_write_bytes
-    write_text = text_differs if dry_run else atomic_write_text
     written: list[str] = []
-    if plan.new_entries:
+    if writes.append_log is not None:
         if not dry_run:
-            append_entries(plan.log, plan.new_entries)
-        written.append(str(plan.log.path))
-    state_path = state_path_for(plan.spec.path)
-    if write(state_path, plan.state.to_text().encode()):
+            writes.append_log()
+        written.append(str(writes.log_path))
+    state_path = state_path_for(writes.definition)
+    if write(state_path, writes.state.to_text().encode()):
         written.append(str(state_path))
-    if write_text(zone_file, plan.zone_text):
-        written.append(str(zone_file))
-    envelopes = _Measured(envelopes_document(plan.spec, plan.signed, plan.state.serial))
-    if write_text(envelopes_file, envelopes):
-        written.append(str(envelopes_file))
-    if plan.signed_zone is not None:
-        if write(ds_file, plan.signed_zone.ds_text.encode("ascii")):
-            written.append(str(ds_file))
-    elif ds_file.exists() and dry_run:
-        written.append(f"{ds_file} (would be removed: the zone is unsigned)")
-    elif ds_file.exists():
-        # A DS left at the registrar for an unsigned zone makes it bogus: do not offer one.
-        try:
-            ds_file.unlink()
-        except OSError as exc:
-            raise RenderError(
-                f"cannot remove stale DS file: {exc.strerror}", where=str(ds_file)
-            ) from exc
-        written.append(f"{ds_file} (removed: the zone is unsigned)")
-    return written, envelopes.starts
+    zone_file, envelopes_file = output_paths(ctx.out, writes.zone)
+    for path, content in ((zone_file, writes.zone_file), (envelopes_file, writes.envelopes_file)):
+        if content is not None and _write(path, content, dry_run=dry_run):
+            written.append(str(path))
+    if writes.ds is not None:
+        written += _write_ds(ds_path(ctx.out, writes.zone), writes.ds, dry_run=dry_run)
+    return written
 
 
-class _Measured:
+def _write(path: Path, content: Text | Chunks, *, dry_run: bool) -> bool:
+    if isinstance(content, Text):
+        if dry_run:
+            return text_differs(path, content.parts)
+        return atomic_write_text(path, content.parts)
+    if dry_run:
+        return chunks_differ(path, content.parts)
+    return atomic_write_chunks(path, content.parts, compare=False)
+
+
+def _write_ds(ds_file: Path, ds: bytes, *, dry_run: bool) -> list[str]:
+    """Write the DS file, or remove it for an unsigned zone: a DS left at the registrar for
+    an unsigned zone makes it bogus, so none is offered.
+
+    Raises:
+        RenderError: it cannot be written or removed.
+    """
+    if ds:
+        written = content_differs(ds_file, ds) if dry_run else atomic_write_bytes(ds_file, ds)
+        return [str(ds_file)] if written else []
+    if not ds_file.exists():
+        return []
+    if dry_run:
+        return [f"{ds_file} (would be removed: the zone is unsigned)"]
+    try:
+        ds_file.unlink()
+    except OSError as exc:
+        raise RenderError(
+            f"cannot remove stale DS file: {exc.strerror}", where=str(ds_file)
+        ) from exc
+    return [f"{ds_file} (removed: the zone is unsigned)"]
+
+
+class Measured:
     """Text parts passed through as they are written, noting where each starts (bytes)."""
 
     def __init__(self, parts: Iterable[str]) -> None:
@@ -93,57 +128,3 @@ class _Measured:
             self.starts.append(self.size)
             self.size += len(part) if part.isascii() else len(part.encode())
             yield part
-
-
-def _commit_patch(
-    patch: _Patch,
-    out: Path,
-    keys: KeyStore,
-    templates: Path,
-    options: str,
-    *,
-    dry_run: bool,
-) -> list[str]:
-    """Write a patch as :func:`_commit` writes a plan (log, state, outputs), then the
-    fingerprint and memo of the run it makes."""
-    spec = patch.spec
-    zone_file, envelopes_file = output_paths(out, spec.origin)
-    write = content_differs if dry_run else atomic_write_bytes
-    write_chunks = (
-        chunks_differ if dry_run else functools.partial(atomic_write_chunks, compare=False)
-    )
-    written: list[str] = []
-    if patch.new_entries:
-        if not dry_run:
-            append_lines(patch.log_path, patch.raw_log, patch.new_entries)
-        written.append(str(patch.log_path))
-    state_path = state_path_for(spec.path)
-    if write(state_path, patch.state.to_text().encode()):
-        written.append(str(state_path))
-    if patch.zone is not None and write_chunks(zone_file, patch.zone):
-        written.append(str(zone_file))
-    if patch.envelopes is not None and write_chunks(envelopes_file, patch.envelopes):
-        written.append(str(envelopes_file))
-    if dry_run:
-        return written
-    record = patch.record
-    # The span of the envelopes patched in, within the last run's (a little short,
-    # never long: a later run at worst goes in full).
-    valid_from, valid_until = _valid_span(patch.signed, patch.state.signatures, spec)
-    span = (max(record.valid_from, valid_from), min(record.valid_until, valid_until))
-    summary = {**record.summary, "serial": patch.state.serial}
-    _write_fingerprint(
-        spec,
-        patch.entries.text,
-        out,
-        keys,
-        templates,
-        options,
-        patch.handle_keys,
-        patch.handle_lines,
-        span,
-        summary,
-    )
-    base = _base_digest(spec.path, spec.origin, out, keys, templates, options, patch.entries)
-    dataclasses.replace(patch.memo, base=base).write(memo_path(out, spec.path))
-    return written

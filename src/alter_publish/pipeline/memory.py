@@ -25,8 +25,8 @@ from alter_publish.format.identitylog import (
 from alter_publish.keys.lifecycle import (
     revocations_path_for,
 )
-from alter_publish.keys.store import KeyStore
-from alter_publish.pipeline.build import ZonePlan, _dnssec_summary, _Layout
+from alter_publish.pipeline.build import Layout, ZonePlan, dnssec_summary
+from alter_publish.pipeline.context import RunContext
 from alter_publish.pipeline.fingerprint import (
     Fingerprint,
     Inputs,
@@ -47,20 +47,19 @@ from alter_publish.pipeline.render import (
 )
 
 
-def _fingerprint_inputs(
+def fingerprint_inputs(
+    ctx: RunContext,
     definition: Path,
     origin: str,
-    out: Path,
-    templates: Path,
-    options: str,
     zone_keys_dir: str,
     handle_keys: Sequence[tuple[str, int]],
     definition_text: str | None = None,
 ) -> Inputs:
-    zone_file, envelopes_file = output_paths(out, origin)
+    """The :class:`Inputs` a run of ``definition`` (zone ``origin``) into ``ctx.out`` has."""
+    zone_file, envelopes_file = output_paths(ctx.out, origin)
     return inputs_for(
         definition,
-        templates=templates,
+        templates=ctx.templates,
         content_files=(
             revocations_path_for(definition),
             log_path_for(definition),
@@ -68,13 +67,14 @@ def _fingerprint_inputs(
         ),
         zone_keys_dir=zone_keys_dir,
         handle_keys=handle_keys,
-        outputs=(zone_file, envelopes_file, ds_path(out, origin)),
-        options=options,
+        outputs=(zone_file, envelopes_file, ds_path(ctx.out, origin)),
+        options=ctx.options,
         definition_text=definition_text,
+        digests=ctx.digests,
     )
 
 
-def _valid_span(
+def valid_span(
     signed: Sequence[SignedHandle], window: SignatureWindow | None, spec: ZoneSpec
 ) -> tuple[int, int]:
     """The ``now`` values at which a new run would reuse every envelope of ``signed``
@@ -93,30 +93,20 @@ def _valid_span(
     return start, stop
 
 
-def _record_fingerprint(
-    plan: ZonePlan,
-    source: str,
-    out: Path,
-    keys: KeyStore,
-    templates: Path,
-    options: str,
-    *,
-    proven: bool,
-    jobs: int = 1,
-) -> list[str]:
+def record_fingerprint(ctx: RunContext, plan: ZonePlan, source: str) -> list[str]:
     """After a written run: record it (``source``: the definition's text as read) if
-    proven, else drop any older record.
+    proven (``ctx.verify``), else drop any older record.
 
     Returns:
         The handles' key ``stat`` lines it recorded (none when not proven).
     """
     spec = plan.spec
-    path = fingerprint_path(out, spec.path)
-    if not proven:
+    path = fingerprint_path(ctx.out, spec.path)
+    if not ctx.verify:
         forget(path)
         return []
     handle_keys = tuple(
-        (keys.handle_dir_text(spec.origin, item.spec.handle), item.envelope.epoch)
+        (ctx.keys.handle_dir_text(spec.origin, item.spec.handle), item.envelope.epoch)
         for item in plan.signed
     )
     signed_zone = plan.signed_zone
@@ -124,33 +114,26 @@ def _record_fingerprint(
         "warnings": list(spec.warnings()),
         "serial": plan.state.serial,
         "ds": list(signed_zone.ds_text.splitlines()) if signed_zone else [],
-        "dnssec": _dnssec_summary(plan),
+        "dnssec": dnssec_summary(plan),
     }
-    handle_lines = handle_key_lines(handle_keys, jobs=jobs)
-    span = _valid_span(plan.signed, plan.state.signatures, spec)
-    _write_fingerprint(
-        spec, source, out, keys, templates, options, handle_keys, handle_lines, span, summary
-    )
+    handle_lines = handle_key_lines(handle_keys, jobs=ctx.jobs)
+    span = valid_span(plan.signed, plan.state.signatures, spec)
+    write_fingerprint(ctx, spec, source, handle_keys, handle_lines, span, summary)
     return handle_lines
 
 
-def _write_fingerprint(
+def write_fingerprint(
+    ctx: RunContext,
     spec: ZoneSpec,
     source: str,
-    out: Path,
-    keys: KeyStore,
-    templates: Path,
-    options: str,
     handle_keys: tuple[tuple[str, int], ...],
     handle_lines: Sequence[str],
     span: tuple[int, int],
     summary: Mapping[str, Any],
 ) -> None:
     """Record a proven, written run of ``spec`` (see :mod:`fingerprint`)."""
-    zone_keys_dir = str(keys.zone_keys_dir(spec.origin))
-    inputs = _fingerprint_inputs(
-        spec.path, spec.origin, out, templates, options, zone_keys_dir, handle_keys, source
-    )
+    zone_keys_dir = str(ctx.keys.zone_keys_dir(spec.origin))
+    inputs = fingerprint_inputs(ctx, spec.path, spec.origin, zone_keys_dir, handle_keys, source)
     Fingerprint(
         digest=inputs.digest(handle_lines),
         valid_from=span[0],
@@ -159,10 +142,10 @@ def _write_fingerprint(
         zone_keys_dir=zone_keys_dir,
         handle_keys=handle_keys,
         summary=summary,
-    ).write(fingerprint_path(out, spec.path))
+    ).write(fingerprint_path(ctx.out, spec.path))
 
 
-def _shipped_templates(templates: Path) -> bool:
+def shipped_templates(templates: Path) -> bool:
     """True when ``templates`` holds exactly the templates alter-publish ships (the
     layout :mod:`incremental` patches is theirs)."""
     try:
@@ -177,46 +160,37 @@ def _shipped_templates(templates: Path) -> bool:
 _ENVELOPES_SERIAL_PREFIX = '],\n  "serial": '
 
 
-def _base_digest(
-    definition: Path,
-    origin: str,
-    out: Path,
-    keys: KeyStore,
-    templates: Path,
-    options: str,
-    entries: Entries,
-) -> str:
-    zone_keys_dir = str(keys.zone_keys_dir(origin))
-    inputs = _fingerprint_inputs(definition, origin, out, templates, options, zone_keys_dir, ())
+def base_digest(ctx: RunContext, definition: Path, origin: str, entries: Entries) -> str:
+    """The digest of everything but the handle entries and keys (see ``Inputs.base_digest``)."""
+    zone_keys_dir = str(ctx.keys.zone_keys_dir(origin))
+    inputs = fingerprint_inputs(ctx, definition, origin, zone_keys_dir, ())
     return inputs.base_digest(entries.header)
 
 
-def _record_memo(
+def record_memo(
+    ctx: RunContext,
     plan: ZonePlan,
     source: str,
-    out: Path,
-    keys: KeyStore,
-    templates: Path,
-    options: str,
     handle_lines: Sequence[str],
     envelope_starts: Sequence[int],
 ) -> None:
-    """After a proven full run: leave the memo the next run may patch from (or none)."""
-    path = memo_path(out, plan.spec.path)
+    """After a written full run: leave the memo the next run may patch from (none unless
+    proven with the shipped templates)."""
+    path = memo_path(ctx.out, plan.spec.path)
     memo = None
-    if plan.layout is not None and _shipped_templates(templates):
+    if ctx.verify and plan.layout is not None and shipped_templates(ctx.templates):
         memo = _full_memo(plan, split_entries(source), plan.layout, handle_lines, envelope_starts)
     if memo is None:
         forget(path)
         return
-    base = _base_digest(plan.spec.path, plan.spec.origin, out, keys, templates, options, memo[1])
+    base = base_digest(ctx, plan.spec.path, plan.spec.origin, memo[1])
     dataclasses.replace(memo[0], base=base).write(path)
 
 
 def _full_memo(
     plan: ZonePlan,
     entries: Entries | None,
-    layout: _Layout,
+    layout: Layout,
     handle_lines: Sequence[str],
     envelope_starts: Sequence[int],
 ) -> tuple[Memo, Entries] | None:

@@ -9,6 +9,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from alter_publish.pipeline.paths import ds_path, output_paths
 from alter_publish.verify.proof import (
     ProofReport,
 )
@@ -101,6 +102,45 @@ class ZoneResult:
         }
 
 
+def zone_result(
+    out: Path,
+    zone: str,
+    *,
+    serial: int,
+    handles: int,
+    signed: int,
+    written: Sequence[str] = (),
+    proof: ProofReport | None = None,
+    timings: Sequence[tuple[str, float]] = (),
+    ds: Sequence[str] = (),
+    dnssec: dict[str, Any] | None = None,
+    changes: tuple[Change, ...] = (),
+    unchanged: bool = False,
+    patched: tuple[str, ...] | None = None,
+) -> ZoneResult:
+    """The one place a :class:`ZoneResult` is made: paths under ``out``, ``reused`` and the
+    changes explained (see :func:`explained`)."""
+    zone_file, envelopes_file = output_paths(out, zone)
+    return ZoneResult(
+        zone=zone,
+        zone_file=zone_file,
+        envelopes_file=envelopes_file,
+        serial=serial,
+        handles=handles,
+        signed=signed,
+        reused=handles - signed,
+        written=tuple(written),
+        proof=proof,
+        timings=tuple(timings),
+        ds_file=ds_path(out, zone) if ds else None,
+        ds=tuple(ds),
+        dnssec=dnssec,
+        unchanged=unchanged,
+        patched=patched,
+        changes=explained(changes, written),
+    )
+
+
 @dataclass(frozen=True, slots=True)
 class SignReport:
     """The outcome of one ``sign`` run; ``committed`` is False when the proof failed."""
@@ -156,7 +196,7 @@ class VerifyReport:
 
 
 @dataclass
-class _Stopwatch:
+class Stopwatch:
     """Stage timings for reports (durations only; never the wall clock)."""
 
     stages: list[tuple[str, float]] = field(default_factory=list)
@@ -170,7 +210,7 @@ class _Stopwatch:
             self.stages.append((name, time.perf_counter() - start))
 
 
-def _explained(changes: tuple[Change, ...], written: Sequence[str]) -> tuple[Change, ...]:
+def explained(changes: tuple[Change, ...], written: Sequence[str]) -> tuple[Change, ...]:
     """``changes``, or why ``written`` files change when no handle or zone change says."""
     if changes or not written:
         return changes

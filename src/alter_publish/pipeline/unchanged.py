@@ -3,59 +3,54 @@
 from __future__ import annotations
 
 import time
-from collections.abc import Sequence
-from pathlib import Path
+from dataclasses import dataclass
 
-from alter_publish.keys.store import KeyStore
-from alter_publish.pipeline.fingerprint import (
-    Fingerprint,
-)
-from alter_publish.pipeline.memory import _fingerprint_inputs
-from alter_publish.pipeline.paths import ds_path, output_paths
-from alter_publish.pipeline.reports import ZoneResult
+from alter_publish.pipeline.context import RunContext, ZoneRun, ZoneStart
+from alter_publish.pipeline.memory import fingerprint_inputs
+from alter_publish.pipeline.reports import ZoneResult, zone_result
 
 
-def _unchanged(
-    definition: Path,
-    out: Path,
-    keys: KeyStore,
-    templates: Path,
-    options: str,
-    now: int,
-    started: float,
-    record: Fingerprint,
-    handle_lines: Sequence[str],
-) -> tuple[ZoneResult, tuple[str, ...]] | None:
-    """The result (and the definition's warnings) of a run that would change nothing
-    (see :mod:`fingerprint`), or None."""
-    inputs = _fingerprint_inputs(
-        definition,
-        record.zone,
-        out,
-        templates,
-        options,
-        record.zone_keys_dir,
-        record.handle_keys,
+@dataclass(frozen=True, slots=True)
+class Unchanged:
+    """A zone nothing changed for: its result (from the record) and its warnings."""
+
+    result: ZoneResult
+    warnings: tuple[str, ...]
+    rank = 0
+    origin = None
+    proven = True
+
+    def prove(self, ctx: RunContext) -> ZoneRun:
+        """Nothing to prove."""
+        return self
+
+    def commit(self, ctx: RunContext, committed: bool) -> ZoneResult:
+        """Nothing to write."""
+        return self.result
+
+
+def unchanged(ctx: RunContext, start: ZoneStart) -> Unchanged | None:
+    """The run of a zone whose inputs and outputs are as its last proven run left them,
+    inside the span of ``now`` its record holds for (see :mod:`fingerprint`); None when
+    anything differs (or there is no record)."""
+    record = start.record
+    if record is None:
+        return None
+    inputs = fingerprint_inputs(
+        ctx, start.definition, record.zone, record.zone_keys_dir, record.handle_keys
     )
-    if not record.holds(inputs.digest(handle_lines), now):
+    if not record.holds(inputs.digest(start.handle_lines), ctx.now):
         return None
     summary = record.summary
-    zone_file, envelopes_file = output_paths(out, record.zone)
-    ds = tuple(str(line) for line in summary.get("ds", ()))
-    warnings = tuple(str(warning) for warning in summary.get("warnings", ()))
-    return ZoneResult(
-        zone=record.zone,
-        zone_file=zone_file,
-        envelopes_file=envelopes_file,
+    result = zone_result(
+        ctx.out,
+        record.zone,
         serial=int(summary["serial"]),
         handles=len(record.handle_keys),
         signed=0,
-        reused=len(record.handle_keys),
-        written=(),
-        proof=None,
-        timings=(("unchanged", time.perf_counter() - started),),
-        ds_file=ds_path(out, record.zone) if ds else None,
-        ds=ds,
+        timings=(("unchanged", time.perf_counter() - start.started),),
+        ds=tuple(str(line) for line in summary.get("ds", ())),
         dnssec=summary.get("dnssec"),
         unchanged=True,
-    ), warnings
+    )
+    return Unchanged(result, tuple(str(warning) for warning in summary.get("warnings", ())))

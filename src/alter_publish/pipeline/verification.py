@@ -31,7 +31,7 @@ from alter_publish.format.identitylog import (
 from alter_publish.keys.lifecycle import (
     LogIndex,
 )
-from alter_publish.pipeline.chain import _expectation
+from alter_publish.pipeline.chain import handle_expectation
 from alter_publish.pipeline.paths import ds_path, output_paths
 from alter_publish.pipeline.reports import VerifyReport
 from alter_publish.verify.proof import (
@@ -126,7 +126,7 @@ def verify(
         index = LogIndex(read_log(log_path_for(spec.path)))
         expected = read_expected(envelopes_file)
         expectations = {
-            handle_spec.handle.ref: _expectation(handle_spec, envelope, revocations, index)
+            handle_spec.handle.ref: handle_expectation(handle_spec, envelope, revocations, index)
             for handle_spec in spec.handles
             if handle_spec.handle.ref in expected
             for envelope, revocations in [expected[handle_spec.handle.ref]]
