@@ -70,15 +70,8 @@ class ZoneStart:
         return cls(definition, started, record, tuple(lines))
 
 
-class ZoneRun(Protocol):
-    """One zone's run as a strategy took it: proven in memory, then committed (or not)."""
-
-    #: Report order: unchanged zones, then patched ones, then full runs.
-    rank: int
-
-    @property
-    def origin(self) -> str | None:
-        """The zone run (None: nothing runs, so it cannot clash with another)."""
+class ProvenRun(Protocol):
+    """One zone's run proven in memory (or with nothing to prove), to commit or not."""
 
     @property
     def warnings(self) -> tuple[str, ...]:
@@ -88,8 +81,19 @@ class ZoneRun(Protocol):
     def proven(self) -> bool:
         """True when its proof passed (or nothing needed one)."""
 
-    def prove(self, ctx: RunContext) -> ZoneRun:
-        """The run once planned and proven (itself when it already is)."""
-
     def commit(self, ctx: RunContext, committed: bool) -> ZoneResult:
         """Write (when ``committed``: every zone proven) and report."""
+
+
+class ZoneRun(Protocol):
+    """One zone's run as a strategy took it, before the runs are proven."""
+
+    #: Report order: unchanged zones, then patched ones, then full runs.
+    rank: int
+
+    @property
+    def origin(self) -> str | None:
+        """The zone run (None: nothing runs, so it cannot clash with another)."""
+
+    def prove(self, ctx: RunContext) -> ProvenRun:
+        """The run once planned and proven (itself when it already is)."""

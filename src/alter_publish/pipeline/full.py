@@ -11,7 +11,7 @@ from alter_publish.definition.model import ZoneSpec, load_zone_text
 from alter_publish.format.identitylog import append_entries
 from alter_publish.pipeline.build import ZonePlan, dnssec_summary, published_handles
 from alter_publish.pipeline.commit import Measured, Text, Writes, commit
-from alter_publish.pipeline.context import RunContext, ZoneRun, ZoneStart
+from alter_publish.pipeline.context import ProvenRun, RunContext, ZoneStart
 from alter_publish.pipeline.memory import record_fingerprint, record_memo
 from alter_publish.pipeline.paths import output_paths
 from alter_publish.pipeline.plan import plan_zone
@@ -28,7 +28,6 @@ class Loaded:
     source: str  # the definition's text as parsed
     load_seconds: float
     rank = 2
-    proven = True
 
     @property
     def origin(self) -> str:
@@ -40,7 +39,7 @@ class Loaded:
         """The definition's warnings."""
         return self.spec.warnings()
 
-    def prove(self, ctx: RunContext) -> ZoneRun:
+    def prove(self, ctx: RunContext) -> ProvenRun:
         """Plan the zone and (with ``ctx.verify``) prove it on the loopback server.
 
         Raises:
@@ -67,10 +66,6 @@ class Loaded:
         # The served rrsets were for the proof: ~300 MB at 100,000 handles, not needed to write.
         return Planned(dataclasses.replace(plan, served=()), proof, watch, self.source)
 
-    def commit(self, ctx: RunContext, committed: bool) -> ZoneResult:
-        """Not planned yet: nothing to write."""
-        raise AssertionError("a full run commits once planned")  # pragma: no cover
-
 
 @dataclass(frozen=True, slots=True)
 class Planned:
@@ -80,12 +75,6 @@ class Planned:
     proof: ProofReport | None
     watch: Stopwatch
     source: str
-    rank = 2
-
-    @property
-    def origin(self) -> str:
-        """The zone."""
-        return self.plan.spec.origin
 
     @property
     def warnings(self) -> tuple[str, ...]:
@@ -96,10 +85,6 @@ class Planned:
     def proven(self) -> bool:
         """True when the proof passed (or was skipped)."""
         return self.proof is None or self.proof.ok
-
-    def prove(self, ctx: RunContext) -> ZoneRun:
-        """Proven already."""
-        return self
 
     def commit(self, ctx: RunContext, committed: bool) -> ZoneResult:
         """Write the plan when every zone was proven, then (unless ``ctx.check``) record

@@ -54,7 +54,7 @@ from alter_publish.pipeline.chain import (
     handle_expectations,
 )
 from alter_publish.pipeline.commit import Chunks, Writes, commit
-from alter_publish.pipeline.context import RunContext, ZoneRun, ZoneStart
+from alter_publish.pipeline.context import ProvenRun, RunContext, ZoneStart
 from alter_publish.pipeline.fingerprint import Fingerprint, handle_key_lines
 from alter_publish.pipeline.incremental import (
     PATCH_MAX_SHARE,
@@ -458,7 +458,7 @@ class Patched:
         """True when the changed handles' proof passed."""
         return self.proof.ok
 
-    def prove(self, ctx: RunContext) -> ZoneRun:
+    def prove(self, ctx: RunContext) -> ProvenRun:
         """Proven already."""
         return self
 

@@ -73,11 +73,11 @@ def sign(
     )
     runs = sorted((_strategy(ctx, path) for path in zone_files), key=lambda run: run.rank)
     _refuse_twice(runs)
-    runs = [run.prove(ctx) for run in runs]
-    proven = all(run.proven for run in runs)
-    zones = tuple(run.commit(ctx, proven) for run in runs)
+    proven_runs = [run.prove(ctx) for run in runs]  # full runs plan and prove here
+    proven = all(run.proven for run in proven_runs)
+    zones = tuple(run.commit(ctx, proven) for run in proven_runs)
     warnings = (
-        *(warning for run in runs for warning in run.warnings),
+        *(warning for run in proven_runs for warning in run.warnings),
         *(warning for zone in zones if (warning := serial_warning(zone.zone, zone.serial, now))),
     )
     return SignReport(

@@ -5,7 +5,7 @@ from __future__ import annotations
 import time
 from dataclasses import dataclass
 
-from alter_publish.pipeline.context import RunContext, ZoneRun, ZoneStart
+from alter_publish.pipeline.context import ProvenRun, RunContext, ZoneStart
 from alter_publish.pipeline.memory import fingerprint_inputs
 from alter_publish.pipeline.reports import ZoneResult, zone_result
 
@@ -20,7 +20,7 @@ class Unchanged:
     origin = None
     proven = True
 
-    def prove(self, ctx: RunContext) -> ZoneRun:
+    def prove(self, ctx: RunContext) -> ProvenRun:
         """Nothing to prove."""
         return self
 
