@@ -3,7 +3,7 @@
 Generates one unsigned zone of N alter1-sized TXT records (default 10,000; bare,
 bot and instrument owners, so the zone has empty non-terminals), then in one run:
 
-- alter-publish: parse the zone text with dnspython, ``sign_zone`` it (Ed25519
+- alter-publish: parse the zone text with dnspython, ``sign_records`` it (Ed25519
   KSK + ZSK, NSEC or NSEC3), and produce the signed records' text;
 - ``ldns-signzone`` on the same file with Ed25519 keys from ``ldns-keygen``.
 
@@ -29,8 +29,9 @@ import dns.zone
 from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PrivateKey
 
 from alter_publish.definition.model import DNSSECSpec
-from alter_publish.dns.dnssec import SignatureWindow, sign_zone
-from alter_publish.keys.store import ZoneKey, ZoneKeyRole
+from alter_publish.dns.dnssec import SignatureWindow, sign_records
+from alter_publish.dns.records import from_zone
+from alter_publish.dns.zonekeys import ZoneKey, ZoneKeyRole
 
 ORIGIN = "bench.example"
 TIERS = ("_alter.user{n}", "_alter.svc{n}.bot", "_alter.cc-agent-{n}")
@@ -64,8 +65,8 @@ def ours(text: str, denial: str, now: int) -> tuple[dict[str, float], str]:
     start = time.perf_counter()
     zone = dns.zone.from_text(text, origin=ORIGIN + ".", relativize=False)
     parsed = time.perf_counter()
-    signed = sign_zone(
-        zone,
+    signed = sign_records(
+        from_zone(zone),
         keys=keys,
         spec=DNSSECSpec(denial=denial),
         window=SignatureWindow.fresh(now, VALIDITY_SECONDS),

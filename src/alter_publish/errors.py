@@ -110,6 +110,12 @@ class KeyStoreError(AlterError):
     exit_code = EXIT_KEY
 
 
+class RolloverError(KeyStoreError):
+    """A rollover step that is not allowed now (too early, none running, or the wrong one)."""
+
+    category = "rollover"
+
+
 class SigningError(AlterError):
     """Building or signing an envelope failed."""
 
@@ -131,6 +137,17 @@ class ServeError(AlterError):
     exit_code = EXIT_NETWORK
 
 
+class UnsupportedZoneError(AlterError):
+    """A zone the wire engine (``dns.wirezone.WireZone``) does not serve.
+
+    Internal: it tells ``dns.answerers`` to serve the zone with the dnspython engine
+    instead, and never reaches the user; one that did would be a bug (exit 70).
+    """
+
+    category = "unsupported-zone"
+    exit_code = EXIT_INTERNAL
+
+
 class ResolveError(AlterError):
     """A DNS query failed at the transport level (timeout, refused, bad answer)."""
 
@@ -138,15 +155,15 @@ class ResolveError(AlterError):
     exit_code = EXIT_NETWORK
 
 
+class PublishError(AlterError):
+    """The server refused or failed an update (or a query the plan needs)."""
+
+    category = "publish"
+    exit_code = EXIT_NETWORK
+
+
 class VerificationError(AlterError):
     """A record or handle failed verification; ``category`` says how (spec 6 and 7)."""
 
     category = "malformed"
-    exit_code = EXIT_VERIFICATION
-
-
-class ProofError(AlterError):
-    """The loopback proof failed for one or more handles; see ``reasons``."""
-
-    category = "proof"
     exit_code = EXIT_VERIFICATION

@@ -359,7 +359,7 @@ def test_dnssec_keygen_prints_the_keys_and_the_ds(tmp_path: Path) -> None:
 
     assert result.returncode == EXIT_OK, result.describe()
     assert result.stderr == "", result.describe()
-    ksk, zsk = KeyStore(tmp_path / "keys").zone_keys("example.org")
+    ksk, zsk = KeyStore(tmp_path / "keys").zones.load("example.org")
     lines = result.stdout.splitlines()
     assert lines[:2] == [
         f"example.org: KSK {ksk.tag} (Ed25519, algorithm 15)",
@@ -387,7 +387,7 @@ def test_dnssec_keygen_json_has_keys_and_ds(tmp_path: Path) -> None:
 
     assert result.returncode == EXIT_OK, result.describe()
     doc = json.loads(result.stdout)
-    keys = KeyStore(tmp_path / "keys").zone_keys("example.org")
+    keys = KeyStore(tmp_path / "keys").zones.load("example.org")
     assert doc["zone"] == "example.org"
     assert doc["keys"] == [key.index_entry() for key in keys]
     assert [(k["role"], k["algorithm"], k["state"]) for k in doc["keys"]] == [

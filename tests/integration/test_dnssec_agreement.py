@@ -41,8 +41,8 @@ import dns.rdtypes.ANY.TXT
 import dns.zone
 import pytest
 
+from alter_publish.dns.anchors import TrustAnchor, read_trust_anchors
 from alter_publish.dns.server import ZoneServer
-from alter_publish.dns.validation import TrustAnchor, read_trust_anchors
 from alter_publish.format.handles import parse_handle
 from alter_publish.keys.store import KeyStore
 from alter_publish.pipeline import ZoneResult, read_zone_file, sign

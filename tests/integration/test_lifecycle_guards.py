@@ -16,11 +16,13 @@ import pytest
 
 from alter_publish import pipeline
 from alter_publish.definition.model import load_zone
+from alter_publish.dns.zonekeys import ZoneKeyRole
 from alter_publish.errors import KeyStoreError, RenderError, UsageError
 from alter_publish.format.handles import parse_handle
 from alter_publish.keys import commands as keyops
 from alter_publish.keys.lifecycle import RotationMode, revocations_path_for, rotate
-from alter_publish.keys.store import PASSPHRASE_ENV, KeyStore, ZoneKeyRole, passphrase_from_env
+from alter_publish.keys.pem import PASSPHRASE_ENV, passphrase_from_env
+from alter_publish.keys.store import KeyStore
 from tests.conftest import NOW, Workspace
 
 DAY = 86400

@@ -31,17 +31,15 @@ from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PrivateKey
 
 from alter_publish import pipeline
 from alter_publish.definition.model import DNSSECSpec, load_zone
-from alter_publish.dns.dnssec import SignatureWindow, ds_line, sign_zone
+from alter_publish.dns.anchors import parse_trust_anchors
+from alter_publish.dns.answerers import answerer_for
+from alter_publish.dns.dnssec import SignatureWindow, ds_line, sign_records
+from alter_publish.dns.records import from_zone
 from alter_publish.dns.server import ZoneServer
-from alter_publish.dns.validation import (
-    DNSSECStatus,
-    parse_trust_anchors,
-    validate_dnskeys,
-    validate_response,
-)
+from alter_publish.dns.validation import DNSSECStatus, validate_dnskeys, validate_response
+from alter_publish.dns.zonekeys import ZoneKey, ZoneKeyRole, ZoneKeyState
 from alter_publish.dns.zonetext import parse_zone_text
 from alter_publish.keys import commands as keyops
-from alter_publish.keys.store import ZoneKey, ZoneKeyRole, ZoneKeyState
 from alter_publish.verify.proof import ABSENT_PROBE
 from tests.conftest import NOW, Workspace
 from tests.integration.dnssec_tools import Unbound, require_tool
@@ -67,7 +65,7 @@ def _publish(ws: Workspace, label: str, at: int) -> Published:
     report = pipeline.sign([ws.zone_file], out=ws.out, keys=ws.keys, now=at, create_keys=at == NOW)
     assert report.committed, [p.to_mapping() for z in report.zones if (p := z.proof)]
     zone = pipeline.read_zone_file(ws.rendered, "example.com")
-    keys = ws.keys.zone_keys("example.com")
+    keys = ws.keys.zones.load("example.com")
     parent_ds = tuple(
         ds_line(ORIGIN, key, 86400)
         for key in keys
@@ -248,7 +246,9 @@ def _parent_zone(keys: Sequence[ZoneKey], ds: Sequence[str], at: int) -> dns.zon
     )
     unsigned = parse_zone_text(text, "com", where="parent")
     window = SignatureWindow.fresh(at, 14 * 86400)
-    signed = sign_zone(unsigned, keys=keys, spec=DNSSECSpec(), window=window, dnskey_ttl=3600)
+    signed = sign_records(
+        from_zone(unsigned), keys=keys, spec=DNSSECSpec(), window=window, dnskey_ttl=3600
+    )
     return parse_zone_text(text + signed.records_text, "com", where="parent")
 
 
@@ -283,8 +283,9 @@ def _unbound_transition(
             if cache_dnskey:
                 filled.append(unbound.query(owners[0].to_text(), "TXT"))
             assert all(answer.ad for answer in filled), filled
-            child.load([current.zone])
-            parent.load([_parent_zone(parent_keys, current.parent_ds, current.at)])
+            child.load_answerer(answerer_for([current.zone]))
+            parent_zone = _parent_zone(parent_keys, current.parent_ds, current.at)
+            parent.load_answerer(answerer_for([parent_zone]))
             failed = []
             for name in owners[1:]:
                 answer = unbound.query(name.to_text(), "TXT")

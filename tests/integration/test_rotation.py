@@ -26,9 +26,10 @@ from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PrivateKey
 
 from alter_publish import pipeline
 from alter_publish.definition.model import load_zone
-from alter_publish.dns.dnssec import SignatureWindow, sign_zone
+from alter_publish.dns.anchors import read_trust_anchors
+from alter_publish.dns.dnssec import SignatureWindow, sign_records
+from alter_publish.dns.records import from_zone
 from alter_publish.dns.server import ZoneServer
-from alter_publish.dns.validation import read_trust_anchors
 from alter_publish.dns.zonetext import parse_zone_text
 from alter_publish.errors import KeyStoreError
 from alter_publish.format.envelope import (
@@ -121,8 +122,10 @@ def _forged(ws: Workspace, base: dns.zone.Zone, texts: list[str], now: int) -> d
     unsigned.replace_rdataset(OWNER, dns.rdataset.from_rdata_list(ttl, rdatas))
     spec = load_zone(ws.zone_file)
     window = SignatureWindow.fresh(now, spec.dnssec.signature_validity)
-    keys = ws.keys.zone_keys("example.com")
-    signed = sign_zone(unsigned, keys=keys, spec=spec.dnssec, window=window, dnskey_ttl=spec.ttl)
+    keys = ws.keys.zones.load("example.com")
+    signed = sign_records(
+        from_zone(unsigned), keys=keys, spec=spec.dnssec, window=window, dnskey_ttl=spec.ttl
+    )
     return parse_zone_text(unsigned.to_text() + signed.records_text, "example.com", where="forged")
 
 

@@ -30,11 +30,12 @@ import pytest
 
 from alter_publish import pipeline
 from alter_publish.cli import cli_command
+from alter_publish.dns.zonekeys import ZoneKeyRole
 from alter_publish.format.envelope import Envelope, parse_record, verify_record
 from alter_publish.format.handles import parse_handle
 from alter_publish.keys import commands as keyops
 from alter_publish.keys.lifecycle import read_revocations, revocations_path_for
-from alter_publish.keys.store import KeyStore, ZoneKeyRole
+from alter_publish.keys.store import KeyStore
 from alter_publish.pipeline.clock import SIMULATED_TIME_FLAG
 from tests.conftest import EXAMPLE_ZONE, NOW, REPO
 
@@ -188,7 +189,7 @@ def check_published(runner: Runner) -> None:
     """The published output matches the key store and proves at the runner's time."""
     zone = _published(runner)
     origin = dns.name.from_text(ZONE)
-    live = runner.keys.zone_keys(ZONE)
+    live = runner.keys.zones.load(ZONE)
     dnskeys = zone.find_rdataset(origin, dns.rdatatype.DNSKEY)
     assert sorted(dns.dnssec.key_id(key) for key in dnskeys) == sorted(
         key.tag for key in live if key.in_dnskey
@@ -291,7 +292,7 @@ def _check_ksk(runner: Runner, published: list[dns.zone.Zone]) -> None:
     (new,) = ksks[-1]
     ds_text = (runner.root / "build" / f"{ZONE}.ds").read_text(encoding="ascii")
     assert [int(line.split()[4]) for line in ds_text.splitlines()] == [new]
-    roles = {key.role for key in runner.keys.zone_keys(ZONE)}
+    roles = {key.role for key in runner.keys.zones.load(ZONE)}
     assert roles == {ZoneKeyRole.KSK, ZoneKeyRole.ZSK}
 
 

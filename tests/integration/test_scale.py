@@ -95,7 +95,7 @@ def signed_twice(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, Path]:
     store = KeyStore(two / "keys")
     names = [ZONE] + [TIERS[n % len(TIERS)].format(n=n) for n in range(1, HANDLES)]
     _handle_keys(store, [parse_handle(f"~{name}").name for name in names])
-    store.generate_zone_keys(ZONE, now=NOW)
+    store.zones.generate(ZONE, now=NOW)
     one = base / "one"
     shutil.copytree(two, one)
     for root, jobs in ((two, 2), (one, 1)):

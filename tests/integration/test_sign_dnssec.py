@@ -23,8 +23,9 @@ import pytest
 from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PrivateKey
 
 from alter_publish.dns.dnssec import INCEPTION_BACKDATE_SECONDS, ds_records
+from alter_publish.dns.zonekeys import ZoneKey, ZoneKeyRole
 from alter_publish.errors import KeyStoreError
-from alter_publish.keys.store import KeyStore, ZoneKey, ZoneKeyRole
+from alter_publish.keys.store import KeyStore
 from alter_publish.pipeline import SignReport, ZoneResult, sign, verify
 from tests.conftest import NOW, Workspace
 
@@ -172,7 +173,7 @@ def test_every_rrset_of_the_signed_zone_validates_with_dnspython(
 
 def test_dnskeys_are_the_key_stores_ksk_and_zsk(workspace: Workspace) -> None:
     zone_result = _zone_result(workspace)
-    keys = workspace.keys.zone_keys("example.com")
+    keys = workspace.keys.zones.load("example.com")
 
     dnskeys = _parse(workspace).get_rdataset(ORIGIN, dns.rdatatype.DNSKEY)
 
@@ -193,7 +194,7 @@ def test_dnskeys_are_the_key_stores_ksk_and_zsk(workspace: Workspace) -> None:
 
 def test_ds_file_is_the_ksk_digest_and_matches_dnssec_ds(workspace: Workspace) -> None:
     zone_result = _zone_result(workspace)
-    keys = workspace.keys.zone_keys("example.com")
+    keys = workspace.keys.zones.load("example.com")
     ksk = keys[0]
 
     text = _ds_path(workspace).read_text(encoding="ascii")
@@ -277,7 +278,7 @@ def test_verify_with_the_default_ds_passes(workspace: Workspace) -> None:
 
 def test_verify_with_a_dnskey_anchor_passes(workspace: Workspace, tmp_path: Path) -> None:
     _sign(workspace)
-    ksk = workspace.keys.zone_keys("example.com")[0]
+    ksk = workspace.keys.zones.load("example.com")[0]
     anchor = tmp_path / "anchor.key"
     anchor.write_text(f"example.com. IN DNSKEY {ksk.dnskey.to_text()}\n", encoding="ascii")
 
@@ -538,7 +539,7 @@ def test_dnssec_false_shorthand_creates_no_zone_keys(workspace: Workspace) -> No
     zone_result = _zone_result(workspace)
 
     assert zone_result.dnssec is None
-    assert not workspace.keys.zone_keys_dir("example.com").exists()
+    assert not workspace.keys.zones.directory("example.com").exists()
     assert not _ds_path(workspace).exists()
 
 
@@ -562,7 +563,7 @@ def test_turning_dnssec_back_on_writes_the_ds_again(workspace: Workspace) -> Non
 def test_missing_zone_keys_without_create_keys_name_dnssec_keygen(workspace: Workspace) -> None:
     _sign(workspace)
     before = _outputs(workspace)
-    shutil.rmtree(workspace.keys.zone_keys_dir("example.com"))
+    shutil.rmtree(workspace.keys.zones.directory("example.com"))
 
     with pytest.raises(KeyStoreError) as info:
         _sign(workspace, create_keys=False)
@@ -576,7 +577,7 @@ def test_missing_zone_keys_without_create_keys_name_dnssec_keygen(workspace: Wor
 def test_new_zone_keys_change_the_ds_and_raise_the_serial(workspace: Workspace) -> None:
     first = _zone_result(workspace)
     old_ds = _ds_path(workspace).read_bytes()
-    shutil.rmtree(workspace.keys.zone_keys_dir("example.com"))
+    shutil.rmtree(workspace.keys.zones.directory("example.com"))
 
     again = _zone_result(workspace)
 
@@ -590,7 +591,7 @@ def test_encrypted_zone_keys_sign_with_the_passphrase(workspace: Workspace) -> N
     keys = KeyStore(workspace.root / "keys", passphrase=b"correct horse")
     report = sign([workspace.zone_file], out=workspace.out, keys=keys, now=NOW, create_keys=True)
     assert report.ok
-    for pem in keys.zone_keys_dir("example.com").glob("*.pem"):
+    for pem in keys.zones.directory("example.com").glob("*.pem"):
         assert pem.read_bytes().startswith(b"-----BEGIN ENCRYPTED " + PEM_KEY_LABEL)
     # (A run that would change nothing needs no key: force a real one by moving the clock
     # past the signatures' refresh point.)

@@ -17,11 +17,7 @@ LAYERS = ("base", "format", "definition", "dns", "keys", "verify", "pipeline", "
 MODULE_LINES_MAX = 700
 
 #: Imports that still point the wrong way, to be removed as the code moves (issue 14).
-KNOWN_UPWARD: frozenset[tuple[str, str]] = frozenset(
-    {
-        ("alter_publish.dns.dnssec", "alter_publish.keys.store"),
-    }
-)
+KNOWN_UPWARD: frozenset[tuple[str, str]] = frozenset()
 
 
 def layer_of(module: str) -> str:
@@ -112,8 +108,6 @@ KNOWN_LONG_MODULES: frozenset[str] = frozenset(
     {
         "alter_publish.cli",
         "alter_publish.definition.model",
-        "alter_publish.dns.wirezone",
-        "alter_publish.keys.store",
     }
 )
 

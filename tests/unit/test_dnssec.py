@@ -22,10 +22,11 @@ from alter_publish.dns.dnssec import (
     SignatureWindow,
     choose_window,
     ds_records,
-    sign_zone,
+    sign_records,
 )
+from alter_publish.dns.records import from_zone
+from alter_publish.dns.zonekeys import ZoneKey, ZoneKeyRole
 from alter_publish.errors import SigningError
-from alter_publish.keys.store import ZoneKey, ZoneKeyRole
 
 NOW = 1767225600
 ORIGIN = dns.name.from_text("example.com.")
@@ -58,8 +59,8 @@ WINDOW = SignatureWindow.fresh(NOW, 14 * 86400)
 def _signed(denial: str, keys: tuple[ZoneKey, ...] = KEYS) -> tuple[dns.zone.Zone, str]:
     """The example zone signed, as a consumer reads the written text back."""
     zone = dns.zone.from_text(ZONE_TEXT, origin=ORIGIN, relativize=False)
-    result = sign_zone(
-        zone, keys=keys, spec=DNSSECSpec(denial=denial), window=WINDOW, dnskey_ttl=3600
+    result = sign_records(
+        from_zone(zone), keys=keys, spec=DNSSECSpec(denial=denial), window=WINDOW, dnskey_ttl=3600
     )
     text = ZONE_TEXT + result.records_text
     return dns.zone.from_text(text, origin=ORIGIN, relativize=False), result.records_text
@@ -181,20 +182,24 @@ def test_ds_is_sha256_of_the_ksk() -> None:
 def test_the_unsigned_zone_is_only_read() -> None:
     zone = dns.zone.from_text(ZONE_TEXT, origin=ORIGIN, relativize=False)
     before = zone.to_text()
-    sign_zone(zone, keys=KEYS, spec=DNSSECSpec(denial="nsec3"), window=WINDOW, dnskey_ttl=3600)
+    sign_records(
+        from_zone(zone), keys=KEYS, spec=DNSSECSpec(denial="nsec3"), window=WINDOW, dnskey_ttl=3600
+    )
     assert zone.to_text() == before
 
 
 def test_refuses_a_zone_that_holds_dnssec_records_already() -> None:
     zone, _ = _signed("nsec")
     with pytest.raises(SigningError, match="already holds"):
-        sign_zone(zone, keys=KEYS, spec=DNSSECSpec(), window=WINDOW, dnskey_ttl=3600)
+        sign_records(from_zone(zone), keys=KEYS, spec=DNSSECSpec(), window=WINDOW, dnskey_ttl=3600)
 
 
 def test_needs_both_roles() -> None:
     zone = dns.zone.from_text(ZONE_TEXT, origin=ORIGIN, relativize=False)
     with pytest.raises(SigningError, match="active KSK and one active ZSK"):
-        sign_zone(zone, keys=KEYS[:1], spec=DNSSECSpec(), window=WINDOW, dnskey_ttl=3600)
+        sign_records(
+            from_zone(zone), keys=KEYS[:1], spec=DNSSECSpec(), window=WINDOW, dnskey_ttl=3600
+        )
 
 
 @pytest.mark.parametrize(

@@ -1,6 +1,6 @@
 """Tests for alter_publish.dns.fastcheck, with the full validator as the oracle.
 
-A small zone is signed with :func:`alter_publish.dns.dnssec.sign_zone` (real Ed25519 keys)
+A small zone is signed with :func:`alter_publish.dns.dnssec.sign_records` (real Ed25519 keys)
 and served by :class:`alter_publish.dns.server.ZoneServer` on 127.0.0.1. The fast path
 must give the texts the :class:`~alter_publish.verify.resolve.StubResolver` gives for every
 secure positive answer, None for everything else, and never accept what the full path
@@ -43,10 +43,10 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from alter_publish.definition.model import DNSSECSpec
-from alter_publish.dns.dnssec import SignatureWindow, sign_zone
+from alter_publish.dns.anchors import parse_trust_anchors
+from alter_publish.dns.client import QUERY_TRIES
+from alter_publish.dns.dnssec import SignatureWindow, sign_records
 from alter_publish.dns.fastcheck import (
-    EDNS_PAYLOAD_OCTETS,
-    QUERY_TRIES,
     ZoneKeys,
     _read_name,
     exchange_many,
@@ -54,11 +54,13 @@ from alter_publish.dns.fastcheck import (
     query_wire,
     secure_txt,
 )
+from alter_publish.dns.records import from_zone
 from alter_publish.dns.server import ZoneServer
-from alter_publish.dns.validation import DNSSECStatus, parse_trust_anchors, validate_response
+from alter_publish.dns.validation import DNSSECStatus, validate_response
+from alter_publish.dns.wire import EDNS_PAYLOAD_OCTETS
+from alter_publish.dns.zonekeys import ZoneKey, ZoneKeyRole
 from alter_publish.dns.zonetext import txt_text
 from alter_publish.errors import ResolveError, ServeError
-from alter_publish.keys.store import ZoneKey, ZoneKeyRole
 from alter_publish.verify.resolve import Answer, StubResolver
 
 NOW = 1_767_225_600  # 2026-01-01T00:00:00Z
@@ -130,8 +132,12 @@ def _signed_zone(denial: str) -> tuple[dns.zone.Zone, ZoneKey, ZoneKey, str]:
     ksk = ZoneKey("example.com", ZoneKeyRole.KSK, NOW, Ed25519PrivateKey.generate())
     zsk = ZoneKey("example.com", ZoneKeyRole.ZSK, NOW, Ed25519PrivateKey.generate())
     unsigned = dns.zone.from_text(ZONE_TEXT, origin=ORIGIN, relativize=False)
-    signed = sign_zone(
-        unsigned, keys=(ksk, zsk), spec=DNSSECSpec(denial=denial), window=WINDOW, dnskey_ttl=3600
+    signed = sign_records(
+        from_zone(unsigned),
+        keys=(ksk, zsk),
+        spec=DNSSECSpec(denial=denial),
+        window=WINDOW,
+        dnskey_ttl=3600,
     )
     text = ZONE_TEXT + signed.records_text
     return dns.zone.from_text(text, origin=ORIGIN, relativize=False), ksk, zsk, signed.ds_text

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import os
 import stat
 from pathlib import Path
 
@@ -11,15 +12,8 @@ import pytest
 from alter_publish.errors import KeyStoreError
 from alter_publish.format.envelope import b64url, revocation_commitment
 from alter_publish.format.handles import parse_handle
-from alter_publish.keys.store import (
-    PASSPHRASE_ENV,
-    PASSPHRASE_FILE_ENV,
-    ROTATION_FORMAT,
-    Continuity,
-    KeyStore,
-    Rotation,
-    passphrase_from_env,
-)
+from alter_publish.keys.pem import PASSPHRASE_ENV, PASSPHRASE_FILE_ENV, passphrase_from_env
+from alter_publish.keys.store import ROTATION_FORMAT, Continuity, KeyStore, Rotation
 
 BLAKE = parse_handle("~blake")
 
@@ -65,8 +59,9 @@ def test_encrypted_key_needs_the_right_passphrase(tmp_path: Path) -> None:
 def test_current_creates_only_when_asked(tmp_path: Path) -> None:
     store = KeyStore(tmp_path)
     with pytest.raises(KeyStoreError, match="--create-keys"):
-        store.current("example.com", BLAKE)
-    assert store.current("example.com", BLAKE, create=True).epoch == 1
+        store.current_material("example.com", BLAKE)
+    assert store.current_material("example.com", BLAKE, create=True)[0] == 1
+    assert store.epochs("example.com", BLAKE) == (1,)
     assert (tmp_path / ".gitignore").read_text().startswith("# alter-publish key store")
 
 
@@ -242,9 +237,17 @@ def test_current_material_is_what_the_key_object_holds(
     for epoch in (1, 2):  # the current epoch is the highest
         secret_out = tmp_path / f"secret-{epoch}" if offline else None
         store.generate("example.com", handle, epoch, secret_out=secret_out)
-    key = store.current("example.com", handle)
-    epoch, seed, commitment = store.current_material("example.com", handle)
+    key = store.load("example.com", handle, 2)
     raw = key.private_key.private_bytes(
         serialization.Encoding.Raw, serialization.PrivateFormat.Raw, serialization.NoEncryption()
     )
-    assert (epoch, seed, commitment) == (2, raw, key.commitment)
+    assert store.current_material("example.com", handle) == (2, raw, key.commitment)
+    zone_fd = store.open_zone_dir("example.com")
+    assert zone_fd is not None
+    try:  # the workers' path, through the open zone directory, reads the same
+        found = store.current_material("example.com", handle, zone_fd=zone_fd)
+        assert found == (2, raw, key.commitment)
+        with pytest.raises(KeyStoreError, match="--create-keys"):
+            store.current_material("example.com", parse_handle("~nobody"), zone_fd=zone_fd)
+    finally:
+        os.close(zone_fd)

@@ -40,7 +40,7 @@ from alter_publish import pipeline
 from alter_publish.definition.model import ZoneSpec, load_zone
 from alter_publish.dns.server import ZoneServer
 from alter_publish.dns.zonetext import parse_zone_text
-from alter_publish.errors import EXIT_NETWORK, EXIT_USAGE, RenderError, UsageError
+from alter_publish.errors import EXIT_NETWORK, EXIT_USAGE, PublishError, RenderError, UsageError
 from alter_publish.format.envelope import Revocation, sign_envelope, split_txt
 from alter_publish.format.handles import parse_handle
 from alter_publish.keys.lifecycle import rotate
@@ -605,7 +605,7 @@ def test_a_server_not_authoritative_for_the_zone_is_a_publish_error(signed: Sign
         "$ORIGIN example.org.\n" + SOA_NS.format(zone="example.org"), "example.org", where="-"
     )
 
-    with _serving(other) as address, pytest.raises(publishing.PublishError) as raised:
+    with _serving(other) as address, pytest.raises(PublishError) as raised:
         publishing.served_records(signed.spec, address, tsig=None)
 
     assert raised.value.exit_code == EXIT_NETWORK
@@ -794,7 +794,7 @@ def test_apply_reports_a_refused_update_with_what_was_applied(signed: Signed) ->
     key = publishing.TsigKey(f"{TSIG_NAME}.", "hmac-sha256", TSIG_SECRET)
 
     # The embedded server answers UPDATE unsigned (NOTIMP): the first message fails.
-    with _serving(signed.zone()) as address, pytest.raises(publishing.PublishError) as raised:
+    with _serving(signed.zone()) as address, pytest.raises(PublishError) as raised:
         publishing.apply(result, address, key)
 
     assert raised.value.where == f"{address[0]}:{address[1]}"

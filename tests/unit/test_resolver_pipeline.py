@@ -14,9 +14,10 @@ import dns.rdatatype
 import dns.zone
 import pytest
 
+from alter_publish.dns.client import PIPELINE_WINDOW, QUERY_TRIES
 from alter_publish.dns.server import ZoneServer
 from alter_publish.errors import ResolveError
-from alter_publish.verify.resolve import PIPELINE_WINDOW, QUERY_TRIES, StubResolver
+from alter_publish.verify.resolve import StubResolver
 
 NOW = 1_767_225_600
 COUNT = PIPELINE_WINDOW * 3 + 5  # several windows, the last one partial

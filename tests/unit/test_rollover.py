@@ -12,10 +12,12 @@ import pytest
 from alter_publish import pipeline
 from alter_publish.definition.model import DNSSECSpec, load_zone
 from alter_publish.dns.dnssec import ds_line
+from alter_publish.dns.zonekeys import ZoneKey, ZoneKeyEntry, ZoneKeyRole, ZoneKeyState
+from alter_publish.errors import RolloverError
 from alter_publish.keys import commands as keyops
 from alter_publish.keys import rollover
-from alter_publish.keys.rollover import RolloverError, RolloverTiming, StepResult
-from alter_publish.keys.store import KeyStore, ZoneKey, ZoneKeyEntry, ZoneKeyRole, ZoneKeyState
+from alter_publish.keys.rollover import RolloverTiming, StepResult
+from alter_publish.keys.store import KeyStore
 from tests.conftest import NOW, Workspace
 
 AnyKey = TypeVar("AnyKey", ZoneKey, ZoneKeyEntry)
@@ -39,7 +41,7 @@ ZSK, KSK = ZoneKeyRole.ZSK, ZoneKeyRole.KSK
 def store(tmp_path: Path) -> KeyStore:
     """A key store holding a freshly generated KSK and ZSK for example.com."""
     keys = KeyStore(tmp_path / "keys")
-    keys.generate_zone_keys(ZONE, now=NOW)
+    keys.zones.generate(ZONE, now=NOW)
     return keys
 
 
@@ -98,8 +100,8 @@ def test_timing_follows_rfc_7583(max_ttl: int, validity: int, retire_wait: int) 
 
 
 def test_zsk_rollover_walks_published_active_retired_removed(store: KeyStore) -> None:
-    old = only(store.zone_keys(ZONE), ZSK, ZoneKeyState.ACTIVE)
-    ksk = only(store.zone_keys(ZONE), KSK, ZoneKeyState.ACTIVE)
+    old = only(store.zones.load(ZONE), ZSK, ZoneKeyState.ACTIVE)
+    ksk = only(store.zones.load(ZONE), KSK, ZoneKeyState.ACTIVE)
 
     begun = rollover.begin(store, ZONE, ZSK, now=BEGIN, timing=TIMING)
     new = only(begun.keys, ZSK, ZoneKeyState.PUBLISHED)
@@ -113,7 +115,7 @@ def test_zsk_rollover_walks_published_active_retired_removed(store: KeyStore) ->
     error = rollover_error(lambda: step(store, activate_at - 1))
     assert "too early" in error.what
     assert "not before" in error.what
-    assert only(store.zone_keys(ZONE), ZSK, ZoneKeyState.PUBLISHED).tag == new.tag
+    assert only(store.zones.load(ZONE), ZSK, ZoneKeyState.PUBLISHED).tag == new.tag
 
     activated = step(store, activate_at)
     assert only(activated.keys, ZSK, ZoneKeyState.ACTIVE).tag == new.tag
@@ -129,11 +131,11 @@ def test_zsk_rollover_walks_published_active_retired_removed(store: KeyStore) ->
     assert old.tag not in {key.tag for key in removed.keys}
     assert removed.next_step is None
     assert removed.ds_remove == ()  # a ZSK has no DS
-    assert {key.tag for key in store.zone_keys(ZONE)} == {ksk.tag, new.tag}
-    every = store.zone_key_entries(ZONE, removed=True)
+    assert {key.tag for key in store.zones.load(ZONE)} == {ksk.tag, new.tag}
+    every = store.zones.entries(ZONE, removed=True)
     assert by_tag(every, old.tag).state is ZoneKeyState.REMOVED
     assert by_tag(every, ksk.tag).state is ZoneKeyState.ACTIVE
-    assert rollover.next_step(store.zone_keys(ZONE), TIMING) is None
+    assert rollover.next_step(store.zones.load(ZONE), TIMING) is None
 
     error = rollover_error(lambda: step(store, remove_at + 10 * DAY))
     assert "no rollover is running" in error.what
@@ -143,8 +145,8 @@ def test_zsk_rollover_walks_published_active_retired_removed(store: KeyStore) ->
 
 
 def test_ksk_rollover_walks_the_double_ds_states(store: KeyStore) -> None:
-    old = only(store.zone_keys(ZONE), KSK, ZoneKeyState.ACTIVE)
-    zsk = only(store.zone_keys(ZONE), ZSK, ZoneKeyState.ACTIVE)
+    old = only(store.zones.load(ZONE), KSK, ZoneKeyState.ACTIVE)
+    zsk = only(store.zones.load(ZONE), ZSK, ZoneKeyState.ACTIVE)
 
     begun = rollover.begin(store, ZONE, KSK, now=BEGIN, timing=TIMING)
     new = only(begun.keys, KSK, ZoneKeyState.DS_SUBMITTED)
@@ -167,7 +169,7 @@ def test_ksk_rollover_walks_the_double_ds_states(store: KeyStore) -> None:
 
     error = rollover_error(lambda: step(store, activate_at, ds_published=True))
     assert "--ds-published" in error.what
-    assert only(store.zone_keys(ZONE), KSK, ZoneKeyState.DS_PUBLISHED).tag == new.tag
+    assert only(store.zones.load(ZONE), KSK, ZoneKeyState.DS_PUBLISHED).tag == new.tag
     error = rollover_error(lambda: step(store, activate_at - 1))
     assert "too early" in error.what
     activated = step(store, activate_at)
@@ -183,8 +185,8 @@ def test_ksk_rollover_walks_the_double_ds_states(store: KeyStore) -> None:
     removed = step(store, remove_at)
     assert removed.ds_remove == (old_ds,)
     assert removed.next_step is None
-    assert {key.tag for key in store.zone_keys(ZONE)} == {new.tag, zsk.tag}
-    assert by_tag(store.zone_key_entries(ZONE, removed=True), old.tag).state is ZoneKeyState.REMOVED
+    assert {key.tag for key in store.zones.load(ZONE)} == {new.tag, zsk.tag}
+    assert by_tag(store.zones.entries(ZONE, removed=True), old.tag).state is ZoneKeyState.REMOVED
 
 
 # --- refusals and the published time ------------------------------------------------------
@@ -197,20 +199,20 @@ def test_begin_refuses_while_a_rollover_runs(
     store: KeyStore, running: ZoneKeyRole, second: ZoneKeyRole
 ) -> None:
     rollover.begin(store, ZONE, running, now=BEGIN, timing=TIMING)
-    before = store.zone_keys(ZONE)
+    before = store.zones.load(ZONE)
     error = rollover_error(
         lambda: rollover.begin(store, ZONE, second, now=BEGIN + 1, timing=TIMING)
     )
     assert running.upper() in error.what
     assert (other := {ZSK: KSK, KSK: ZSK}[running]).upper() not in error.what, other
-    assert [key.index_entry() for key in store.zone_keys(ZONE)] == [
+    assert [key.index_entry() for key in store.zones.load(ZONE)] == [
         key.index_entry() for key in before
     ]
 
 
 def test_zsk_waits_count_from_the_later_of_since_and_published(store: KeyStore) -> None:
     rollover.begin(store, ZONE, ZSK, now=BEGIN, timing=TIMING)
-    keys = store.zone_keys(ZONE)
+    keys = store.zones.load(ZONE)
     signed_at = BEGIN + 3_000
 
     def not_before(published: int | None) -> int | None:
@@ -232,26 +234,26 @@ def test_zsk_waits_count_from_the_later_of_since_and_published(store: KeyStore) 
         signed_at + TIMING.zsk_publish_wait
     )
 
-    keys = store.zone_keys(ZONE)
+    keys = store.zones.load(ZONE)
     later = signed_at + TIMING.zsk_publish_wait + 2_000
     assert not_before(later) == later + TIMING.zsk_retire_wait
 
 
 def test_begin_needs_an_active_key_of_the_role(store: KeyStore) -> None:
-    keys = store.zone_keys(ZONE)
-    store.save_zone_keys(
+    keys = store.zones.load(ZONE)
+    store.zones.save(
         ZONE, [key.moved(ZoneKeyState.REMOVED, NOW) if key.role is ZSK else key for key in keys]
     )
     error = rollover_error(lambda: rollover.begin(store, ZONE, ZSK, now=BEGIN, timing=TIMING))
     assert "no active ZSK" in error.what
-    assert len(store.zone_key_entries(ZONE, removed=True)) == 2  # no key was made
+    assert len(store.zones.entries(ZONE, removed=True)) == 2  # no key was made
 
 
 # --- since and keys.json ------------------------------------------------------------------
 
 
 def test_moved_keys_take_the_steps_now_and_keys_json_round_trips(store: KeyStore) -> None:
-    ksk = only(store.zone_keys(ZONE), KSK, ZoneKeyState.ACTIVE)
+    ksk = only(store.zones.load(ZONE), KSK, ZoneKeyState.ACTIVE)
     begun = rollover.begin(store, ZONE, ZSK, now=BEGIN, timing=TIMING)
     new = only(begun.keys, ZSK, ZoneKeyState.PUBLISHED)
     at = BEGIN + TIMING.zsk_publish_wait + 77
@@ -264,14 +266,14 @@ def test_moved_keys_take_the_steps_now_and_keys_json_round_trips(store: KeyStore
         BEGIN,
     )
 
-    reloaded = KeyStore(store.root).zone_key_entries(ZONE, removed=True)
+    reloaded = KeyStore(store.root).zones.entries(ZONE, removed=True)
     assert [key.index_entry() for key in reloaded] == [key.index_entry() for key in activated.keys]
-    for key in KeyStore(store.root).zone_keys(ZONE):  # private keys load, and match
+    for key in KeyStore(store.root).zones.load(ZONE):  # private keys load, and match
         assert key.entry == by_tag(activated.keys, key.tag)
 
     gone_at = at + TIMING.zsk_retire_wait + 5
     step(store, gone_at)
-    removed = by_tag(KeyStore(store.root).zone_key_entries(ZONE, removed=True), retired.tag)
+    removed = by_tag(KeyStore(store.root).zones.entries(ZONE, removed=True), retired.tag)
     assert (removed.state, removed.since) == (ZoneKeyState.REMOVED, gone_at)
 
 
@@ -309,7 +311,7 @@ def test_keyops_zsk_rollover_waits_count_from_the_sign(workspace: Workspace) -> 
     assert by_name.next_step.not_before == NOW + 60 + rules.propagation_delay + spec.ttl
     error = rollover_error(lambda: keyops.dnssec_step(zone, keys=workspace.keys, now=NOW + DAY))
     assert "sign" in error.what
-    assert only(workspace.keys.zone_keys(ZONE), ZSK, ZoneKeyState.PUBLISHED).tag == new.tag
+    assert only(workspace.keys.zones.load(ZONE), ZSK, ZoneKeyState.PUBLISHED).tag == new.tag
 
     signed_at = NOW + 2 * 3_600  # later than the rollover: the wait counts from here
     state = sign(workspace, signed_at)
@@ -346,7 +348,7 @@ def test_keyops_zsk_rollover_waits_count_from_the_sign(workspace: Workspace) -> 
 def test_keyops_ksk_rollover_offers_both_ds(workspace: Workspace) -> None:
     zone = str(workspace.zone_file)
     sign(workspace, NOW)
-    old = only(workspace.keys.zone_keys(ZONE), KSK, ZoneKeyState.ACTIVE)
+    old = only(workspace.keys.zones.load(ZONE), KSK, ZoneKeyState.ACTIVE)
     started = keyops.dnssec_rollover(zone, KSK, keys=workspace.keys, now=NOW + 60)
     new = only(started.keys, KSK, ZoneKeyState.DS_SUBMITTED)
     ttl = load_zone(workspace.zone_file).ttl
@@ -358,4 +360,4 @@ def test_keyops_ksk_rollover_offers_both_ds(workspace: Workspace) -> None:
         lambda: keyops.dnssec_rollover(zone, ZSK, keys=workspace.keys, now=NOW + 180)
     )
     assert "KSK" in error.what
-    assert len(workspace.keys.zone_keys(ZONE)) == 3  # no ZSK was made
+    assert len(workspace.keys.zones.load(ZONE)) == 3  # no ZSK was made

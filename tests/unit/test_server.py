@@ -40,14 +40,9 @@ from cryptography.hazmat.primitives.asymmetric import ed25519
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from alter_publish.dns.server import (
-    BIND_ATTEMPTS,
-    EDNS_PAYLOAD_OCTETS,
-    UDP_PAYLOAD_MAX_OCTETS,
-    ZoneIndex,
-    ZoneServer,
-    answer,
-)
+from alter_publish.dns.server import BIND_ATTEMPTS, UDP_PAYLOAD_MAX_OCTETS, ZoneServer
+from alter_publish.dns.wire import EDNS_PAYLOAD_OCTETS
+from alter_publish.dns.zoneindex import ZoneIndex, answer
 from alter_publish.errors import ServeError
 from tests.unit.test_zoneindex import Nsec3Params, make_nsec3_zone
 

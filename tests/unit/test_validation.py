@@ -38,17 +38,19 @@ from cryptography.hazmat.primitives.asymmetric import ed25519
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from alter_publish.dns.server import ZoneIndex, answer
-from alter_publish.dns.validation import (
-    DNSSECStatus,
+from alter_publish.dns.anchors import (
     TrustAnchor,
-    Validation,
     anchor_for,
     parse_trust_anchors,
     read_trust_anchors,
+)
+from alter_publish.dns.validation import (
+    DNSSECStatus,
+    Validation,
     validate_dnskeys,
     validate_response,
 )
+from alter_publish.dns.zoneindex import ZoneIndex, answer
 from alter_publish.errors import UsageError
 
 NOW = 1_767_225_600  # 2026-01-01T00:00:00Z

@@ -11,7 +11,7 @@ response may be truncated by the wire engine while the oracle's still fits
 
 The zones: about 130 ``_alter`` owners of sovereign, bot (``_alter.x.bot``,
 ``_alter.x.ops.bot``), instrument and dotted handles, with their empty
-non-terminals, unsigned and signed by :func:`alter_publish.dns.dnssec.sign_zone`
+non-terminals, unsigned and signed by :func:`alter_publish.dns.dnssec.sign_records`
 with NSEC, NSEC3, and salted iterated NSEC3.
 """
 
@@ -40,13 +40,14 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from alter_publish.definition.model import DNSSECSpec
-from alter_publish.dns.dnssec import SignatureWindow, sign_zone
+from alter_publish.dns.dnssec import SignatureWindow, sign_records
+from alter_publish.dns.records import SignedRRs, from_zone
 from alter_publish.dns.server import ZoneServer
 from alter_publish.dns.validation import DNSSECStatus, validate_response
-from alter_publish.dns.wirezone import UnsupportedZoneError, WireRRset, WireZone
-from alter_publish.dns.zoneindex import ZoneIndex, answer
-from alter_publish.errors import AlterError, ServeError
-from alter_publish.keys.store import ZoneKey, ZoneKeyRole
+from alter_publish.dns.wirezone import WireZone
+from alter_publish.dns.zoneindex import ResponseCache, ZoneIndex, answer
+from alter_publish.dns.zonekeys import ZoneKey, ZoneKeyRole
+from alter_publish.errors import EXIT_INTERNAL, AlterError, UnsupportedZoneError
 
 NOW = 1_767_225_600  # 2026-01-01T00:00:00Z
 ORIGIN = dns.name.from_text("example.com.")
@@ -129,7 +130,9 @@ def served(name: str) -> Served:
     dnskeys = None
     if spec is not None:
         unsigned = dns.zone.from_text(text, origin=ORIGIN, relativize=False)
-        result = sign_zone(unsigned, keys=KEYS, spec=spec, window=WINDOW, dnskey_ttl=3600)
+        result = sign_records(
+            from_zone(unsigned), keys=KEYS, spec=spec, window=WINDOW, dnskey_ttl=3600
+        )
         text += result.records_text
     zone = dns.zone.from_text(text, origin=ORIGIN, relativize=False)
     if spec is not None:
@@ -655,13 +658,13 @@ def test_relative_zone_is_served_alike() -> None:
         assert mismatches(relative, qname, qtype) == []
 
 
-def soa_rrset() -> WireRRset:
+def soa_rrset() -> SignedRRs:
     rdata = dns.rdata.from_text("IN", "SOA", "ns1.example.com. h.example.com. 1 2 3 4 300")
-    return WireRRset(ORIGIN_LABELS, dns.rdatatype.SOA, 3600, (rdata.to_wire() or b"",))
+    return SignedRRs(ORIGIN_LABELS, dns.rdatatype.SOA, 3600, (rdata.to_wire() or b"",))
 
 
-def txt(owner: tuple[bytes, ...], rdtype: int = dns.rdatatype.TXT) -> WireRRset:
-    return WireRRset(owner, rdtype, 300, (b"\x04data",))
+def txt(owner: tuple[bytes, ...], rdtype: int = dns.rdatatype.TXT) -> SignedRRs:
+    return SignedRRs(owner, rdtype, 300, (b"\x04data",))
 
 
 @pytest.mark.parametrize(
@@ -725,13 +728,12 @@ def txt(owner: tuple[bytes, ...], rdtype: int = dns.rdatatype.TXT) -> WireRRset:
     ],
 )
 def test_build_rejects_what_it_does_not_serve(
-    rrsets: list[WireRRset], denial: str | None, message: str
+    rrsets: list[SignedRRs], denial: str | None, message: str
 ) -> None:
     with pytest.raises(UnsupportedZoneError, match=message) as caught:
         WireZone.build(ORIGIN_LABELS, rrsets, denial=denial)
-    assert isinstance(caught.value, ValueError)
-    assert isinstance(caught.value, ServeError)
-    assert caught.value.category == "serve"
+    assert caught.value.category == "unsupported-zone"
+    assert caught.value.exit_code == EXIT_INTERNAL  # internal: answerer_for falls back
     assert "\n" not in str(caught.value)
 
 
@@ -791,7 +793,7 @@ def test_nsec3_records_without_nsec3param_are_plain_names() -> None:
         assert mismatches(plain, qname, qtype) == []
 
 
-def synthetic_rrsets(count: int, *, txt_octets: int = 300) -> Iterator[WireRRset]:
+def synthetic_rrsets(count: int, *, txt_octets: int = 300) -> Iterator[SignedRRs]:
     """A zone of ``count`` handles built straight as wire: TXT, a fake RRSIG and an NSEC each."""
     owners = [(b"_alter", f"h{index:06d}".encode(), *ORIGIN_LABELS) for index in range(count)]
     apex = ORIGIN_LABELS
@@ -805,9 +807,9 @@ def synthetic_rrsets(count: int, *, txt_octets: int = 300) -> Iterator[WireRRset
         return fixed + name_wire(apex) + bytes(64)
 
     soa = dns.rdata.from_text("IN", "SOA", "ns1.example.com. h.example.com. 1 2 3 4 300")
-    yield WireRRset(apex, dns.rdatatype.SOA, 300, (soa.to_wire() or b"",), (sig(6, 2),))
+    yield SignedRRs(apex, dns.rdatatype.SOA, 300, (soa.to_wire() or b"",), (sig(6, 2),))
     ns = dns.rdata.from_text("IN", "NS", "ns1.example.com.")
-    yield WireRRset(apex, dns.rdatatype.NS, 300, (ns.to_wire() or b"",), (sig(2, 2),))
+    yield SignedRRs(apex, dns.rdatatype.NS, 300, (ns.to_wire() or b"",), (sig(2, 2),))
     text = b"v=alter1; " + b"k" * (txt_octets - 12)
     strings = [text[start : start + 255] for start in range(0, len(text), 255)]
     txt_rdata = b"".join(bytes((len(string),)) + string for string in strings)
@@ -817,13 +819,13 @@ def synthetic_rrsets(count: int, *, txt_octets: int = 300) -> Iterator[WireRRset
         following = name_wire(chain[(position + 1) % len(chain)])
         bitmap = bitmap_apex if owner == apex else bitmap_handle
         if owner != apex:
-            yield WireRRset(owner, dns.rdatatype.TXT, 300, (txt_rdata,), (sig(16, 4),))
-        yield WireRRset(
+            yield SignedRRs(owner, dns.rdatatype.TXT, 300, (txt_rdata,), (sig(16, 4),))
+        yield SignedRRs(
             owner, dns.rdatatype.NSEC, 300, (following + bitmap,), (sig(47, len(owner) - 1),)
         )
 
 
-def zone_of(rrsets: list[WireRRset]) -> dns.zone.Zone:
+def zone_of(rrsets: list[SignedRRs]) -> dns.zone.Zone:
     """The same rrsets as a dnspython zone, for the oracle."""
     zone = dns.zone.Zone(ORIGIN, relativize=False)
     with zone.writer() as txn:
@@ -936,7 +938,7 @@ def test_server_swaps_answerers_while_serving() -> None:
         server.load_answerer(nsec.wire)
         assert proof_types(server) == {dns.rdatatype.NSEC}
         server.load_answerer(nsec3.wire)
-        server.load([nsec.zone])  # back to the dnspython index
+        server.load_answerer(ResponseCache(ZoneIndex.build([nsec.zone])))  # dnspython's
         assert proof_types(server) == {dns.rdatatype.NSEC}
 
 
@@ -967,8 +969,8 @@ def test_build_rejects_nsec3_parameters_out_of_range(salt: bytes, iterations: in
 
 
 def test_nsec3_owner_label_must_be_a_hash() -> None:
-    param = WireRRset(ORIGIN_LABELS, dns.rdatatype.NSEC3PARAM, 0, (b"\x01\x00\x00\x00\x00",))
-    nsec3 = WireRRset(
+    param = SignedRRs(ORIGIN_LABELS, dns.rdatatype.NSEC3PARAM, 0, (b"\x01\x00\x00\x00\x00",))
+    nsec3 = SignedRRs(
         (b"not-a-hash", *ORIGIN_LABELS), dns.rdatatype.NSEC3, 300, (b"\x01\x00\x00\x00\x00",)
     )
     with pytest.raises(UnsupportedZoneError, match="base32hex"):

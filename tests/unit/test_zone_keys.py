@@ -14,18 +14,18 @@ import pytest
 from cryptography.hazmat.primitives import serialization
 from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PrivateKey
 
-from alter_publish.errors import EXIT_KEY, KeyStoreError
-from alter_publish.format.envelope import b64url, public_bytes
-from alter_publish.keys.store import (
+from alter_publish.dns.zonekeys import (
     DNSKEY_FLAGS_KSK,
     DNSKEY_FLAGS_ZSK,
-    PASSPHRASE_ENV,
-    ZONE_KEYS_FORMAT,
-    KeyStore,
     ZoneKey,
     ZoneKeyRole,
     ZoneKeyState,
 )
+from alter_publish.errors import EXIT_KEY, KeyStoreError
+from alter_publish.format.envelope import b64url, public_bytes
+from alter_publish.keys.pem import PASSPHRASE_ENV
+from alter_publish.keys.store import KeyStore
+from alter_publish.keys.zonestore import ZONE_KEYS_FORMAT
 
 # Built at run time so no committed file looks like it holds a PEM private key.
 PEM_KEY_LABEL = b"PRIVATE " + b"KEY-----"
@@ -42,7 +42,7 @@ def key_file(role: ZoneKeyRole, tag: int) -> str:
 
 
 def index_path(store: KeyStore) -> Path:
-    return store.zone_keys_dir(ZONE) / "keys.json"
+    return store.zones.directory(ZONE) / "keys.json"
 
 
 def read_index(store: KeyStore) -> dict[str, Any]:
@@ -57,7 +57,7 @@ def write_index(store: KeyStore, doc: object) -> None:
 def key_error(store: KeyStore) -> KeyStoreError:
     """The KeyStoreError loading the zone's keys raises."""
     with pytest.raises(KeyStoreError) as info:
-        store.zone_keys(ZONE)
+        store.zones.load(ZONE)
     return info.value
 
 
@@ -69,7 +69,7 @@ def files_of(directory: Path) -> dict[str, bytes]:
 def store(tmp_path: Path) -> KeyStore:
     """A key store holding a freshly generated KSK and ZSK for example.com."""
     keys = KeyStore(tmp_path / "keys")
-    keys.generate_zone_keys(ZONE, now=NOW)
+    keys.zones.generate(ZONE, now=NOW)
     return keys
 
 
@@ -78,7 +78,7 @@ def store(tmp_path: Path) -> KeyStore:
 
 def test_generate_makes_one_ksk_and_one_zsk(tmp_path: Path) -> None:
     keys = KeyStore(tmp_path / "keys")
-    ksk, zsk = keys.generate_zone_keys(ZONE, now=NOW)
+    ksk, zsk = keys.zones.generate(ZONE, now=NOW)
     assert (ksk.role, zsk.role) == (ZoneKeyRole.KSK, ZoneKeyRole.ZSK)
     assert (ksk.zone, zsk.zone) == (ZONE, ZONE)
     assert (ksk.created, zsk.created) == (NOW, NOW)
@@ -87,8 +87,8 @@ def test_generate_makes_one_ksk_and_one_zsk(tmp_path: Path) -> None:
 
 def test_layout_index_and_file_modes(store: KeyStore) -> None:
     directory = store.root / ZONE / "_dnssec"
-    assert store.zone_keys_dir(ZONE) == directory
-    ksk, zsk = store.zone_keys(ZONE)
+    assert store.zones.directory(ZONE) == directory
+    ksk, zsk = store.zones.load(ZONE)
     assert sorted(p.name for p in directory.iterdir()) == sorted(
         ["keys.json", key_file(ksk.role, ksk.tag), key_file(zsk.role, zsk.tag)]
     )
@@ -119,7 +119,7 @@ def test_layout_index_and_file_modes(store: KeyStore) -> None:
 def test_index_holds_no_secrets(store: KeyStore) -> None:
     text = index_path(store).read_text(encoding="utf-8")
     assert "PRIVATE" not in text
-    for key in store.zone_keys(ZONE):
+    for key in store.zones.load(ZONE):
         raw = key.private_key.private_bytes(
             serialization.Encoding.Raw,
             serialization.PrivateFormat.Raw,
@@ -130,8 +130,8 @@ def test_index_holds_no_secrets(store: KeyStore) -> None:
 
 def test_load_round_trips(tmp_path: Path) -> None:
     keys = KeyStore(tmp_path / "keys")
-    made = keys.generate_zone_keys(ZONE, now=NOW)
-    loaded = keys.zone_keys(ZONE)
+    made = keys.zones.generate(ZONE, now=NOW)
+    loaded = keys.zones.load(ZONE)
     assert [(k.role, k.tag, k.created) for k in loaded] == [
         (k.role, k.tag, k.created) for k in made
     ]
@@ -139,24 +139,24 @@ def test_load_round_trips(tmp_path: Path) -> None:
 
 
 def test_zone_without_keys_has_none(tmp_path: Path) -> None:
-    assert KeyStore(tmp_path / "keys").zone_keys(ZONE) == ()
+    assert KeyStore(tmp_path / "keys").zones.load(ZONE) == ()
 
 
 def test_second_generate_is_refused_and_changes_nothing(store: KeyStore) -> None:
-    before = files_of(store.zone_keys_dir(ZONE))
+    before = files_of(store.zones.directory(ZONE))
     with pytest.raises(KeyStoreError) as info:
-        store.generate_zone_keys(ZONE, now=NOW + 60)
+        store.zones.generate(ZONE, now=NOW + 60)
     assert info.value.category == "key"
     assert info.value.exit_code == EXIT_KEY
-    assert info.value.where == str(store.zone_keys_dir(ZONE))
-    assert files_of(store.zone_keys_dir(ZONE)) == before
+    assert info.value.where == str(store.zones.directory(ZONE))
+    assert files_of(store.zones.directory(ZONE)) == before
 
 
 def test_keys_of_other_zones_are_separate(store: KeyStore) -> None:
-    other = store.generate_zone_keys("example.org", now=NOW)
-    assert {k.tag for k in store.zone_keys("example.org")} == {k.tag for k in other}
-    assert {k.zone for k in store.zone_keys("example.org")} == {"example.org"}
-    assert len(store.zone_keys(ZONE)) == 2
+    other = store.zones.generate("example.org", now=NOW)
+    assert {k.tag for k in store.zones.load("example.org")} == {k.tag for k in other}
+    assert {k.zone for k in store.zones.load("example.org")} == {"example.org"}
+    assert len(store.zones.load(ZONE)) == 2
 
 
 # --- ZoneKey -------------------------------------------------------------------------
@@ -182,13 +182,13 @@ def test_dnskey_and_tag(role: ZoneKeyRole, flags: int) -> None:
 
 
 def test_ds_of_the_ksk_matches_its_dnskey(store: KeyStore) -> None:
-    ksk = store.zone_keys(ZONE)[0]
+    ksk = store.zones.load(ZONE)[0]
     ds = dns.dnssec.make_ds(dns.name.from_text(ZONE + "."), ksk.dnskey, "SHA256")
     assert (ds.key_tag, ds.algorithm) == (ksk.tag, ED25519)
 
 
 def test_repr_never_shows_the_private_key(store: KeyStore) -> None:
-    for key in store.zone_keys(ZONE):
+    for key in store.zones.load(ZONE):
         text = repr(key)
         raw = key.private_key.private_bytes(
             serialization.Encoding.Raw,
@@ -209,19 +209,19 @@ def test_repr_never_shows_the_private_key(store: KeyStore) -> None:
 def test_current_zone_keys_without_create_names_dnssec_keygen(tmp_path: Path) -> None:
     keys = KeyStore(tmp_path / "keys")
     with pytest.raises(KeyStoreError) as info:
-        keys.current_zone_keys(ZONE, create=False, now=NOW)
+        keys.zones.current(ZONE, create=False, now=NOW)
     assert info.value.where == ZONE
     assert f"alter-publish dnssec keygen {ZONE}" in info.value.what
     assert "--create-keys" in info.value.what
-    assert not keys.zone_keys_dir(ZONE).exists()
+    assert not keys.zones.directory(ZONE).exists()
 
 
 def test_current_zone_keys_creates_once_then_reuses(tmp_path: Path) -> None:
     keys = KeyStore(tmp_path / "keys")
-    made = keys.current_zone_keys(ZONE, create=True, now=NOW)
-    again = keys.current_zone_keys(ZONE, create=True, now=NOW + 86400)
+    made = keys.zones.current(ZONE, create=True, now=NOW)
+    again = keys.zones.current(ZONE, create=True, now=NOW + 86400)
     assert [(k.role, k.tag, k.created) for k in again] == [(k.role, k.tag, k.created) for k in made]
-    reloaded = keys.current_zone_keys(ZONE, create=False, now=NOW)
+    reloaded = keys.zones.current(ZONE, create=False, now=NOW)
     assert [k.dnskey for k in reloaded] == [k.dnskey for k in made]
 
 
@@ -231,7 +231,7 @@ def test_incomplete_key_set_is_refused_even_with_create(store: KeyStore, create:
     doc["keys"] = [entry for entry in doc["keys"] if entry["role"] == "ksk"]
     write_index(store, doc)
     with pytest.raises(KeyStoreError) as info:
-        store.current_zone_keys(ZONE, create=create, now=NOW)
+        store.zones.current(ZONE, create=create, now=NOW)
     assert info.value.where == ZONE
     assert "dnssec keygen" in info.value.what
 
@@ -240,9 +240,9 @@ def test_removed_keys_are_not_loaded_unless_asked(store: KeyStore) -> None:
     doc = read_index(store)
     doc["keys"][1]["state"] = "removed"
     write_index(store, doc)
-    (ksk,) = store.zone_keys(ZONE)
+    (ksk,) = store.zones.load(ZONE)
     assert ksk.role is ZoneKeyRole.KSK
-    assert [key.role for key in store.zone_key_entries(ZONE, removed=True)] == [
+    assert [key.role for key in store.zones.entries(ZONE, removed=True)] == [
         ZoneKeyRole.KSK,
         ZoneKeyRole.ZSK,
     ]
@@ -253,12 +253,12 @@ def test_retired_keys_load_with_their_state(store: KeyStore) -> None:
     doc["keys"][1]["state"] = "retired"
     doc["keys"][1]["since"] = NOW + 60
     write_index(store, doc)
-    _, zsk = store.zone_keys(ZONE)
+    _, zsk = store.zones.load(ZONE)
     assert (zsk.state, zsk.since) == (ZoneKeyState.RETIRED, NOW + 60)
     assert zsk.in_dnskey
     assert not zsk.signs
     with pytest.raises(KeyStoreError, match="no active KSK and ZSK pair"):
-        store.current_zone_keys(ZONE, create=False, now=NOW)
+        store.zones.current(ZONE, create=False, now=NOW)
 
 
 def test_unknown_state_is_a_bad_entry(store: KeyStore) -> None:
@@ -266,13 +266,13 @@ def test_unknown_state_is_a_bad_entry(store: KeyStore) -> None:
     doc["keys"][0]["state"] = "sleeping"
     write_index(store, doc)
     with pytest.raises(KeyStoreError, match="bad key entry"):
-        store.zone_keys(ZONE)
+        store.zones.load(ZONE)
 
 
 def test_add_zone_key_keeps_tags_distinct_and_the_index_whole(store: KeyStore) -> None:
-    before = store.zone_keys(ZONE)
-    new = store.add_zone_key(ZONE, ZoneKeyRole.ZSK, ZoneKeyState.PUBLISHED, now=NOW + 5)
-    after = store.zone_keys(ZONE)
+    before = store.zones.load(ZONE)
+    new = store.zones.add(ZONE, ZoneKeyRole.ZSK, ZoneKeyState.PUBLISHED, now=NOW + 5)
+    after = store.zones.load(ZONE)
     assert new.tag not in {key.tag for key in before}
     assert [key.tag for key in after] == [before[0].tag, before[1].tag, new.tag]
     assert (after[2].state, after[2].since) == (ZoneKeyState.PUBLISHED, NOW + 5)
@@ -285,11 +285,11 @@ def test_add_zone_key_keeps_tags_distinct_and_the_index_whole(store: KeyStore) -
 
 def test_passphrase_encrypts_zone_keys(tmp_path: Path) -> None:
     root = tmp_path / "keys"
-    made = KeyStore(root, passphrase=PASSPHRASE).generate_zone_keys(ZONE, now=NOW)
+    made = KeyStore(root, passphrase=PASSPHRASE).zones.generate(ZONE, now=NOW)
     for key in made:
         pem = (root / ZONE / "_dnssec" / key_file(key.role, key.tag)).read_bytes()
         assert pem.startswith(b"-----BEGIN ENCRYPTED " + PEM_KEY_LABEL)
-    loaded = KeyStore(root, passphrase=PASSPHRASE).zone_keys(ZONE)
+    loaded = KeyStore(root, passphrase=PASSPHRASE).zones.load(ZONE)
     assert [k.dnskey for k in loaded] == [k.dnskey for k in made]
 
 
@@ -304,9 +304,9 @@ def test_encrypted_zone_keys_need_the_passphrase(
     tmp_path: Path, passphrase: bytes | None, fragment: str
 ) -> None:
     root = tmp_path / "keys"
-    (ksk, _) = KeyStore(root, passphrase=PASSPHRASE).generate_zone_keys(ZONE, now=NOW)
+    (ksk, _) = KeyStore(root, passphrase=PASSPHRASE).zones.generate(ZONE, now=NOW)
     with pytest.raises(KeyStoreError) as info:
-        KeyStore(root, passphrase=passphrase).zone_keys(ZONE)
+        KeyStore(root, passphrase=passphrase).zones.load(ZONE)
     assert info.value.where == str(root / ZONE / "_dnssec" / key_file(ksk.role, ksk.tag))
     assert fragment in info.value.what
 
@@ -319,8 +319,8 @@ def test_encrypted_zone_keys_need_the_passphrase(
 def test_readable_zone_key_is_refused_with_a_chmod_hint(
     store: KeyStore, role: ZoneKeyRole, mode: int
 ) -> None:
-    key = next(k for k in store.zone_keys(ZONE) if k.role is role)
-    path = store.zone_keys_dir(ZONE) / key_file(key.role, key.tag)
+    key = next(k for k in store.zones.load(ZONE) if k.role is role)
+    path = store.zones.directory(ZONE) / key_file(key.role, key.tag)
     path.chmod(mode)
     error = key_error(store)
     assert error.where == str(path)
@@ -328,8 +328,8 @@ def test_readable_zone_key_is_refused_with_a_chmod_hint(
 
 
 def test_key_file_whose_tag_does_not_match_the_index(store: KeyStore) -> None:
-    ksk = store.zone_keys(ZONE)[0]
-    path = store.zone_keys_dir(ZONE) / key_file(ksk.role, ksk.tag)
+    ksk = store.zones.load(ZONE)[0]
+    path = store.zones.directory(ZONE) / key_file(ksk.role, ksk.tag)
     path.write_bytes(
         Ed25519PrivateKey.generate().private_bytes(
             serialization.Encoding.PEM,
@@ -343,15 +343,15 @@ def test_key_file_whose_tag_does_not_match_the_index(store: KeyStore) -> None:
 
 
 def test_missing_key_file(store: KeyStore) -> None:
-    zsk = store.zone_keys(ZONE)[1]
-    path = store.zone_keys_dir(ZONE) / key_file(zsk.role, zsk.tag)
+    zsk = store.zones.load(ZONE)[1]
+    path = store.zones.directory(ZONE) / key_file(zsk.role, zsk.tag)
     path.unlink()
     assert key_error(store).where == str(path)
 
 
 def test_key_file_that_is_not_a_pem(store: KeyStore) -> None:
-    zsk = store.zone_keys(ZONE)[1]
-    path = store.zone_keys_dir(ZONE) / key_file(zsk.role, zsk.tag)
+    zsk = store.zones.load(ZONE)[1]
+    path = store.zones.directory(ZONE) / key_file(zsk.role, zsk.tag)
     path.write_bytes(b"not a key\n")
     assert key_error(store).where == str(path)
 
@@ -403,5 +403,5 @@ def test_bad_index_entry_is_a_key_store_error(store: KeyStore, entry: dict[str, 
 def test_corrupt_index_also_stops_generate(store: KeyStore) -> None:
     index_path(store).write_bytes(b"{not json")
     with pytest.raises(KeyStoreError) as info:
-        store.generate_zone_keys(ZONE, now=NOW)
+        store.zones.generate(ZONE, now=NOW)
     assert info.value.where == str(index_path(store))

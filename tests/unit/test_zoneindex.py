@@ -32,8 +32,6 @@ import dns.zone
 import pytest
 from cryptography.hazmat.primitives.asymmetric import ed25519
 
-import alter_publish.dns.server
-import alter_publish.dns.zoneindex
 from alter_publish.dns.zoneindex import IndexedZone, ZoneIndex, answer
 from alter_publish.errors import ServeError
 
@@ -595,29 +593,3 @@ def test_unknown_hash_algorithm_is_a_serve_error() -> None:
     )
     with pytest.raises(ServeError, match="unsupported NSEC3 hash algorithm 2"):
         IndexedZone.build(dns.zone.from_text(text, ORIGIN))
-
-
-# --------------------------------------------------------------------------
-# Module split
-# --------------------------------------------------------------------------
-
-
-@pytest.mark.parametrize(
-    "name",
-    [
-        pytest.param(name, id=name)
-        for name in alter_publish.dns.server.__all__
-        if hasattr(alter_publish.dns.zoneindex, name)
-    ],
-)
-def test_server_reexports_zoneindex_names(name: str) -> None:
-    assert getattr(alter_publish.dns.server, name) is getattr(alter_publish.dns.zoneindex, name)
-
-
-def test_server_all_is_complete() -> None:
-    expected = {"ZoneServer", "ZoneIndex", "IndexedZone", "Resolution", "answer"}
-    assert expected | {"EDNS_PAYLOAD_OCTETS", "UDP_PAYLOAD_MAX_OCTETS"} <= set(
-        alter_publish.dns.server.__all__
-    )
-    for name in alter_publish.dns.server.__all__:
-        assert hasattr(alter_publish.dns.server, name)

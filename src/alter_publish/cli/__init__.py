@@ -23,10 +23,12 @@ from alter_publish import pipeline
 from alter_publish.cli.progress import progress_for
 from alter_publish.definition.model import format_span, format_utc, load_zone
 from alter_publish.definition.workspace import find_definition_if_any, git_exposure, workspace_for
+from alter_publish.dns.anchors import read_trust_anchors
 from alter_publish.dns.dnssec import ds_records
 from alter_publish.dns.server import ZoneServer
-from alter_publish.dns.validation import DNSSECStatus, read_trust_anchors
-from alter_publish.dns.wirezone import UnsupportedZoneError, WireZone
+from alter_publish.dns.validation import DNSSECStatus
+from alter_publish.dns.wirezone import WireZone
+from alter_publish.dns.zonekeys import ZoneKey, ZoneKeyEntry, ZoneKeyRole
 from alter_publish.dns.zonetext import txt_text
 from alter_publish.errors import (
     EXIT_DRIFT,
@@ -36,6 +38,7 @@ from alter_publish.errors import (
     EXIT_VERIFICATION,
     AlterError,
     KeyStoreError,
+    UnsupportedZoneError,
     UsageError,
     VerificationError,
 )
@@ -43,14 +46,9 @@ from alter_publish.format.envelope import CLOCK_SKEW_SECONDS, Envelope, b64url, 
 from alter_publish.format.handles import Handle, normalize_domain, parse_handle, parse_reference
 from alter_publish.keys import commands as keyops
 from alter_publish.keys.lifecycle import RotationMode
+from alter_publish.keys.pem import passphrase_from_env
 from alter_publish.keys.rollover import NextStep, StepResult
-from alter_publish.keys.store import (
-    KeyStore,
-    ZoneKey,
-    ZoneKeyEntry,
-    ZoneKeyRole,
-    passphrase_from_env,
-)
+from alter_publish.keys.store import KeyStore
 from alter_publish.parallel import default_jobs
 from alter_publish.pipeline.clock import SIMULATED_TIME_FLAG, check_now
 from alter_publish.publish import export
@@ -695,7 +693,7 @@ def dnssec_ds(
 ) -> None:
     """Print the zone's DNSSEC keys in use and the DS records the parent zone should hold."""
     origin, store = _zone_and_keys(zone, keys)
-    found = _keystore(store).zone_key_entries(origin)
+    found = _keystore(store).zones.entries(origin)
     if not found:
         raise KeyStoreError(
             f"no DNSSEC keys; run 'alter-publish dnssec keygen {origin}'", where=origin

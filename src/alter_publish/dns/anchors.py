@@ -4,8 +4,7 @@
 master-file syntax and :func:`parse_trust_anchors` turns its text into one
 :class:`TrustAnchor` per owner name; :func:`anchor_for` picks the anchor for
 a name. Checking a zone's DNSKEY rrset against its anchor is
-:func:`alter_publish.dns.validation.validate_dnskeys`; :mod:`alter_publish.dns.validation`
-re-exports every name of this module.
+:func:`alter_publish.dns.validation.validate_dnskeys`.
 """
 
 from __future__ import annotations

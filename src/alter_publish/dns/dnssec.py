@@ -42,14 +42,13 @@ from alter_publish.dns.records import (
     SignedRRs,
     ZoneRecords,
     canonical_key,
-    from_zone,
     labels_of,
     name_text,
     name_wire,
 )
+from alter_publish.dns.zonekeys import ZoneKey, ZoneKeyEntry, ZoneKeyRole
 from alter_publish.errors import SigningError
 from alter_publish.format.ed25519 import SigningKey
-from alter_publish.keys.store import ZoneKey, ZoneKeyEntry, ZoneKeyRole
 from alter_publish.parallel import Progress, Workers, ranges, shared
 
 ALGORITHM = dns.dnssectypes.Algorithm.ED25519
@@ -346,24 +345,6 @@ class _Job:
     rrs: RRs
     signer: _Signer
     header: bytes  # RRSIG rdata without the signature
-
-
-def sign_zone(
-    zone: dns.zone.Zone,
-    *,
-    keys: Sequence[ZoneKey],
-    spec: DNSSECSpec,
-    window: SignatureWindow,
-    dnskey_ttl: int,
-) -> SignedZone:
-    """:func:`sign_records` for a parsed zone (absolute names, ``relativize=False``).
-
-    Raises:
-        SigningError: as :func:`sign_records`.
-    """
-    if zone.origin is None:
-        raise SigningError("zone has no origin", where="zone")
-    return sign_records(from_zone(zone), keys=keys, spec=spec, window=window, dnskey_ttl=dnskey_ttl)
 
 
 def sign_records(

@@ -9,27 +9,20 @@ path is never more lenient than the full one: every check of
 ``validation._Checker._problem`` is made, and every message dnspython would refuse to
 parse in the full path is refused here.
 
-:func:`exchange_many` sends the queries (:func:`query_wire`) over one UDP socket with
-many in flight, as :meth:`alter_publish.verify.resolve.StubResolver.exchange_many` does, and
-hands back the raw replies.
+:func:`exchange_many` asks the questions over a loopback socket with the one pipelined
+client (:mod:`alter_publish.dns.client`) and hands back the raw replies.
 """
 
 from __future__ import annotations
 
-import contextlib
-import ipaddress
-import secrets
-import selectors
-import socket
 import struct
-import time
-from collections import deque
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from types import MappingProxyType
 from typing import Final
 
 import dns.dnssec
+import dns.dnssectypes
 import dns.exception
 import dns.name
 import dns.rdata
@@ -37,14 +30,24 @@ import dns.rdtypes.ANY.DNSKEY
 import dns.rdtypes.dnskeybase
 from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PublicKey
 
+from alter_publish.dns import client
+from alter_publish.dns.client import PIPELINE_WINDOW
+from alter_publish.dns.wire import (
+    HEADER_OCTETS,
+    IN,
+    LABEL_MAX_OCTETS,
+    NAME_MAX_OCTETS,
+    OPCODE_MASK,
+    OPT,
+    QR,
+    RRSIG,
+    TC,
+    TXT,
+)
 from alter_publish.errors import ResolveError
 from alter_publish.format import ed25519
 
 __all__ = [
-    "EDNS_PAYLOAD_OCTETS",
-    "PIPELINE_WINDOW",
-    "QUERY_TRIES",
-    "WINDOW_MAX",
     "ZoneKeys",
     "exchange_many",
     "owner_labels",
@@ -52,40 +55,19 @@ __all__ = [
     "secure_txt",
 ]
 
-#: The EDNS0 payload size the queries advertise (DNS flag day 2020).
-EDNS_PAYLOAD_OCTETS: Final = 1232
-#: Queries in flight at once by default.
-PIPELINE_WINDOW: Final = 64
-#: The most queries in flight at once, whatever the window asked for (ids are 16 bits).
-WINDOW_MAX: Final = 1 << 15
-#: A query is sent at most this often before it counts as unanswered.
-QUERY_TRIES: Final = 2
-#: The largest UDP datagram read.
-DATAGRAM_MAX_OCTETS: Final = 65535
-
-_ED25519: Final = 15
+_ED25519: Final = int(dns.dnssectypes.Algorithm.ED25519)
 _DNSKEY_PROTOCOL: Final = 3
 _ZONE_KEY: Final = int(dns.rdtypes.dnskeybase.Flag.ZONE)
 _REVOKE: Final = int(dns.rdtypes.dnskeybase.Flag.REVOKE)
 _ED25519_KEY_OCTETS: Final = 32
-_TXT: Final = 16
-_RRSIG: Final = 46
-_OPT: Final = 41
-_IN: Final = 1
-_LABEL_MAX_OCTETS: Final = 63
-_NAME_MAX_OCTETS: Final = 255
-_HEADER_OCTETS: Final = 12
 _RR_FIXED_OCTETS: Final = 10
 _RRSIG_FIXED_OCTETS: Final = 18
-_QR: Final = 0x8000
 #: QR, opcode, TC and rcode: a plain answer has QR=1 and the rest 0.
-_FLAGS_CHECKED: Final = 0x8000 | 0x7800 | 0x0200 | 0x000F
+_FLAGS_CHECKED: Final = QR | OPCODE_MASK | TC | 0x000F
 _COMPRESSED: Final = 0xC0
 _POINTER_HOPS_MAX: Final = 16  # dnspython's MAX_COMPRESSION_POINTER_CHAIN
 _QUESTION_POINTER: Final = b"\xc0\x0c"  # a name compressed to the question's, at offset 12
-_TXT_IN: Final = b"\x00\x10\x00\x01"
-_QUERY_FLAGS: Final = b"\x00\x00\x00\x01\x00\x00\x00\x00\x00\x01"  # RD=0; QD=1, AR=1
-_OPT_DO: Final = struct.pack("!BHHIH", 0, _OPT, EDNS_PAYLOAD_OCTETS, 0x8000, 0)
+_TXT_IN: Final = struct.pack("!HH", TXT, IN)
 _HEADER: Final = struct.Struct("!HHHHHH")
 _RR: Final = struct.Struct("!HHIH")
 _RRSIG_FIXED: Final = struct.Struct("!HBBIIIH")
@@ -97,13 +79,13 @@ def _name_wire(labels: Sequence[bytes]) -> bytes | None:
         return None
     parts = []
     for label in labels[:-1]:
-        if not 0 < len(label) <= _LABEL_MAX_OCTETS:
+        if not 0 < len(label) <= LABEL_MAX_OCTETS:
             return None
         parts.append(len(label).to_bytes(1, "big"))
         parts.append(label)
     parts.append(b"\x00")
     wire = b"".join(parts).lower()  # length octets (< 64) are no ASCII letters
-    return wire if len(wire) <= _NAME_MAX_OCTETS else None
+    return wire if len(wire) <= NAME_MAX_OCTETS else None
 
 
 def owner_labels(owner: str) -> tuple[bytes, ...]:
@@ -220,52 +202,7 @@ def query_wire(owner: tuple[bytes, ...], query_id: int) -> bytes:
     if not 0 <= query_id <= 0xFFFF:
         raise ValueError(f"query id {query_id} is not a 16-bit number")
     name = b"".join(len(label).to_bytes(1, "big") + label for label in owner)
-    return query_id.to_bytes(2, "big") + _QUERY_FLAGS + name + _TXT_IN + _OPT_DO
-
-
-# --------------------------------------------------------------------------
-# Pipelined exchange
-# --------------------------------------------------------------------------
-
-
-class _Flight:
-    """One query waiting for its reply."""
-
-    __slots__ = ("index", "query_id", "question", "tries", "wire")
-
-    def __init__(self, index: int, query_id: int, wire: bytes) -> None:
-        self.index = index
-        self.query_id = query_id
-        self.wire = wire
-        self.question = wire[_HEADER_OCTETS : len(wire) - len(_OPT_DO)].lower()
-        self.tries = 0
-
-
-def _loopback_socket(server: tuple[str, int]) -> socket.socket:
-    """A non-blocking UDP socket on the loopback address, connected to ``server``.
-
-    Raises:
-        OSError: ``server`` is no loopback IP address, or the socket cannot be set up.
-    """
-    host, port = server
-    try:
-        address = ipaddress.ip_address(host)
-    except ValueError as exc:
-        raise OSError(f"{host!r} is not an IP address") from exc
-    if not address.is_loopback:
-        raise OSError(f"{host} is not a loopback address")
-    family, loopback = (
-        (socket.AF_INET6, "::1") if address.version == 6 else (socket.AF_INET, "127.0.0.1")
-    )
-    sock = socket.socket(family, socket.SOCK_DGRAM)
-    try:
-        sock.bind((loopback, 0))
-        sock.connect((host, port))  # the kernel drops datagrams from anyone else
-        sock.setblocking(False)
-    except OSError:
-        sock.close()
-        raise
-    return sock
+    return client.query_wire(name + _TXT_IN, query_id)
 
 
 def exchange_many(
@@ -275,21 +212,18 @@ def exchange_many(
     timeout: float,
     window: int = PIPELINE_WINDOW,
 ) -> list[bytes | None]:
-    """Ask ``owner TXT`` (see :func:`query_wire`) for many owners over one UDP socket.
+    """Ask ``owner TXT`` (see :func:`query_wire`) for many owners of a loopback server,
+    with the pipelined client (:func:`alter_publish.dns.client.exchange_many`).
 
-    Up to ``window`` queries are in flight at once, each with a random 16-bit id that
-    is unique among them. A reply is taken for a query only if it is a response
-    (QR=1) with the query's id and the very question asked (name compared
-    case-insensitively). A query unanswered after ``timeout`` seconds is sent once
-    more; unanswered again, its result is None. Truncated or otherwise unusable
-    replies are handed back as they are: :func:`secure_txt` refuses them.
+    Truncated or otherwise unusable replies are handed back as they are:
+    :func:`secure_txt` refuses them.
 
     Args:
         server: the server's loopback IP address and port; the socket is bound to the
             loopback address of the same family (127.0.0.1 or ::1).
         queries: the owners, as labels (see :func:`owner_labels`).
         timeout: seconds to wait for each copy of a query.
-        window: the most queries in flight at once (at most :data:`WINDOW_MAX`).
+        window: the most queries in flight at once.
 
     Returns:
         Per query, in the order given, the reply's wire bytes or None.
@@ -300,97 +234,22 @@ def exchange_many(
         ResolveError: the server is not at a loopback IP address, or no UDP socket to
             it could be opened.
     """
-    if window < 1:
-        raise ValueError(f"window must be at least 1, not {window}")
-    if not timeout > 0:
-        raise ValueError(f"timeout must be above 0 seconds, not {timeout}")
-    window = min(window, WINDOW_MAX)  # ids must stay unique in flight, and easy to draw
-    wires = [query_wire(owner, 0) for owner in queries]  # checks every owner up front
-    results: list[bytes | None] = [None] * len(queries)
-    if not queries:
-        return results
+    questions = []
+    for owner in queries:  # checks every owner up front
+        name = _name_wire(owner)
+        if name is None:
+            raise ValueError(f"{owner!r} is not an absolute domain name")
+        questions.append(name + _TXT_IN)
+    window = client.checked_window(window, timeout)
+    if not questions:
+        return []
     try:
-        sock = _loopback_socket(server)
+        sock = client.loopback_socket(server)
     except OSError as exc:
         host, port = server
         raise ResolveError(f"cannot open a UDP socket: {exc}", where=f"{host}:{port}") from exc
-    with sock, selectors.DefaultSelector() as selector:
-        selector.register(sock, selectors.EVENT_READ)
-        _pipeline(sock, selector, wires, results, timeout, window)
-    return results
-
-
-def _send(
-    sock: socket.socket,
-    flight: _Flight,
-    deadlines: deque[tuple[float, _Flight, int]],
-    timeout: float,
-) -> None:
-    flight.tries += 1
-    with contextlib.suppress(OSError):  # buffer full, or an earlier ICMP error: count it lost
-        sock.send(flight.wire)
-    deadlines.append((time.monotonic() + timeout, flight, flight.tries))
-
-
-def _pipeline(
-    sock: socket.socket,
-    selector: selectors.BaseSelector,
-    wires: list[bytes],
-    results: list[bytes | None],
-    timeout: float,
-    window: int,
-) -> None:
-    pending: dict[int, _Flight] = {}
-    # Every copy sent, in the order sent; with one timeout for all, also in deadline order.
-    deadlines: deque[tuple[float, _Flight, int]] = deque()
-    upcoming = 0
-    while True:
-        while upcoming < len(wires) and len(pending) < window:
-            query_id = secrets.randbits(16)
-            while query_id in pending:
-                query_id = secrets.randbits(16)
-            wire = query_id.to_bytes(2, "big") + wires[upcoming][2:]
-            flight = _Flight(upcoming, query_id, wire)
-            pending[query_id] = flight
-            _send(sock, flight, deadlines, timeout)
-            upcoming += 1
-        if not pending:
-            return
-        now = time.monotonic()
-        while deadlines and deadlines[0][0] <= now:
-            _, flight, tries = deadlines.popleft()
-            if pending.get(flight.query_id) is not flight or flight.tries != tries:
-                continue  # answered, or sent again since
-            if tries >= QUERY_TRIES:
-                del pending[flight.query_id]  # its result stays None
-            else:
-                _send(sock, flight, deadlines, timeout)
-        if not pending:
-            continue
-        wait = max(0.0, deadlines[0][0] - now)
-        if selector.select(wait):
-            _receive(sock, pending, results)
-
-
-def _receive(sock: socket.socket, pending: dict[int, _Flight], results: list[bytes | None]) -> None:
-    while True:
-        try:
-            reply = sock.recv(DATAGRAM_MAX_OCTETS)
-        except (BlockingIOError, InterruptedError):
-            return
-        except OSError:  # e.g. ICMP port unreachable: the deadlines deal with it
-            return
-        if len(reply) < _HEADER_OCTETS or not reply[2] & 0x80:
-            continue
-        flight = pending.get(int.from_bytes(reply[:2], "big"))
-        if flight is None:
-            continue  # a late duplicate, or not ours
-        question = flight.question
-        end = _HEADER_OCTETS + len(question)
-        if reply[4:6] != b"\x00\x01" or reply[_HEADER_OCTETS:end].lower() != question:
-            continue
-        results[flight.index] = reply
-        del pending[flight.query_id]
+    with sock:
+        return client.exchange_many(sock, questions, timeout=timeout, window=window)
 
 
 # --------------------------------------------------------------------------
@@ -420,7 +279,7 @@ def _read_name(message: bytes, position: int) -> tuple[bytes, int] | None:
             if end < 0:
                 end = position + 1
             parts.append(b"\x00")
-            return (b"".join(parts).lower(), end) if total < _NAME_MAX_OCTETS else None
+            return (b"".join(parts).lower(), end) if total < NAME_MAX_OCTETS else None
         if length >= _COMPRESSED:
             if position + 1 >= limit:
                 return None
@@ -434,7 +293,7 @@ def _read_name(message: bytes, position: int) -> tuple[bytes, int] | None:
             lowest = target
             position = target
             continue
-        if length > _LABEL_MAX_OCTETS:
+        if length > LABEL_MAX_OCTETS:
             return None  # 0x40 and 0x80 label types
         following = position + 1 + length
         if following > limit:
@@ -451,11 +310,11 @@ def _plain_name_end(message: bytes, position: int, end: int) -> int | None:
         length = message[position]
         if length == 0:
             return position + 1
-        if length > _LABEL_MAX_OCTETS:
+        if length > LABEL_MAX_OCTETS:
             return None  # compressed or an unknown label type: dnspython refuses
         total += 1 + length
         position += 1 + length
-        if total >= _NAME_MAX_OCTETS:
+        if total >= NAME_MAX_OCTETS:
             return None
     return None
 
@@ -518,10 +377,10 @@ def _secure_txt(
     message: bytes, owner: tuple[bytes, ...], keys: ZoneKeys, now: int
 ) -> tuple[str, ...] | None:
     size = len(message)
-    if size < _HEADER_OCTETS:
+    if size < HEADER_OCTETS:
         return None
     _, flags, qdcount, ancount, nscount, arcount = _HEADER.unpack_from(message)
-    if flags & _FLAGS_CHECKED != _QR or qdcount != 1 or ancount < 2 or nscount or arcount > 1:
+    if flags & _FLAGS_CHECKED != QR or qdcount != 1 or ancount < 2 or nscount or arcount > 1:
         return None
     owner_wire = _name_wire(owner)
     origin = keys.origin
@@ -533,9 +392,9 @@ def _secure_txt(
     ):
         return None
     label_count = len(owner) - 1
-    position = _HEADER_OCTETS + len(owner_wire)
+    position = HEADER_OCTETS + len(owner_wire)
     if (
-        message[_HEADER_OCTETS:position].lower() != owner_wire
+        message[HEADER_OCTETS:position].lower() != owner_wire
         or message[position : position + 4] != _TXT_IN
     ):
         return None
@@ -556,14 +415,14 @@ def _secure_txt(
         rdtype, rdclass, _, rdlength = _RR.unpack_from(message, position)
         start = position + _RR_FIXED_OCTETS
         position = start + rdlength
-        if position > size or rdclass != _IN:
+        if position > size or rdclass != IN:
             return None
-        if rdtype == _TXT:
+        if rdtype == TXT:
             if not _txt_well_formed(message, start, position):
                 return None
             rdatas[message[start:position]] = None
-        elif rdtype == _RRSIG:
-            if rdlength <= _RRSIG_FIXED_OCTETS or message[start] or message[start + 1] != _TXT:
+        elif rdtype == RRSIG:
+            if rdlength <= _RRSIG_FIXED_OCTETS or message[start] or message[start + 1] != TXT:
                 return None  # an RRSIG over another type: not the plain shape
             if message[start + 3] < label_count:
                 return None  # a wildcard expansion needs the denial the full validator checks
@@ -576,7 +435,7 @@ def _secure_txt(
             return None
         rdtype, _, ttl, rdlength = _RR.unpack_from(message, position + 1)
         # Extended rcode and EDNS version 0, no options (dnspython would parse each one).
-        if rdtype != _OPT or ttl >> 16 or rdlength:
+        if rdtype != OPT or ttl >> 16 or rdlength:
             return None
         position += 1 + _RR_FIXED_OCTETS
     if position != size or not rdatas or not sigs:

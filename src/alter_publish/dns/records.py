@@ -259,7 +259,7 @@ def with_handles(head: ZoneRecords, records: Sequence[HandleRecord]) -> ZoneReco
 
 @dataclass(frozen=True, slots=True)
 class SignedRRs:
-    """One rrset as served (the loopback server's input, ``wirezone.WireRRset``).
+    """One rrset as served (the input of the loopback server's ``wirezone.WireZone``).
 
     Attributes:
         owner: the owner's labels, root last: ``(b"_alter", b"blake", b"example", b"com", b"")``.

@@ -10,9 +10,6 @@
 only moves bytes: one thread runs a plain ``recvfrom`` loop for UDP, one
 thread accepts TCP connections and each connection gets a thread that answers
 length-prefixed queries until the client closes or goes idle.
-
-The names of :mod:`alter_publish.dns.zoneindex` that callers used to import from
-here (:class:`ZoneIndex`, :func:`answer`, ...) are re-exported.
 """
 
 from __future__ import annotations
@@ -24,30 +21,18 @@ import struct
 import threading
 from collections.abc import Sequence
 from types import TracebackType
-from typing import Final, Protocol
+from typing import Final
 
 import dns.zone
 
-from alter_publish.dns.zoneindex import (
-    DNS_MESSAGE_MAX_OCTETS,
-    EDNS_PAYLOAD_OCTETS,
-    IndexedZone,
-    Resolution,
-    ResponseCache,
-    ZoneIndex,
-    answer,
-)
+from alter_publish.dns.answerers import Answerer
+from alter_publish.dns.wire import DNS_MESSAGE_MAX_OCTETS
+from alter_publish.dns.zoneindex import ResponseCache, ZoneIndex
 from alter_publish.errors import ServeError
 
 __all__ = [
-    "EDNS_PAYLOAD_OCTETS",
     "UDP_PAYLOAD_MAX_OCTETS",
-    "Answerer",
-    "IndexedZone",
-    "Resolution",
-    "ZoneIndex",
     "ZoneServer",
-    "answer",
 ]
 
 logger = logging.getLogger(__name__)
@@ -70,23 +55,14 @@ THREAD_JOIN_SECONDS: Final = 2.0
 WAIT_POLL_SECONDS: Final = 0.5
 
 
-class Answerer(Protocol):
-    """What answers DNS queries wire to wire, as :func:`~alter_publish.dns.zoneindex.answer`."""
-
-    def answer(self, wire: bytes, max_udp: int | None) -> bytes | None:
-        """Answer one query (``max_udp`` ``None`` for TCP); ``None`` sends nothing. Never raises."""
-        ...
-
-
 class ZoneServer:
     """Authoritative server for one or more dns.zone.Zone objects, UDP and TCP on the same port.
 
     Use as a context manager (``with ZoneServer(zones) as server:``), or call
     :meth:`start` and :meth:`stop`. The zones are indexed once, when the
-    server is created; later changes to the zone objects are not seen, but
-    :meth:`load` swaps in new zones while the server runs. Given an
-    ``answerer``, the server answers through it instead (:meth:`load_answerer`
-    swaps it while the server runs).
+    server is created; later changes to the zone objects are not seen. Given an
+    ``answerer`` (:func:`~alter_publish.dns.answerers.answerer_for`), the server
+    answers through it instead; :meth:`load_answerer` swaps it while the server runs.
     """
 
     def __init__(
@@ -129,18 +105,6 @@ class ZoneServer:
     def index(self) -> ZoneIndex:
         """The lookup structure the server answers from."""
         return self._cache.index
-
-    def load(self, zones: Sequence[dns.zone.Zone]) -> None:
-        """Answer from ``zones`` from now on (queries in flight finish on the old ones).
-
-        This also replaces an answerer given to the constructor or to
-        :meth:`load_answerer`.
-
-        Raises:
-            ServeError: a zone has no origin or SOA, or two zones share an origin.
-        """
-        self._cache.replace(ZoneIndex.build(zones))
-        self._answerer = self._cache
 
     def load_answerer(self, answerer: Answerer) -> None:
         """Answer through ``answerer`` from now on (queries in flight finish on the old one)."""

@@ -10,9 +10,7 @@ Both are pure: the time comes in as ``now``, a :class:`Validation` comes out,
 and bad data never raises. Internally a failed check raises
 :class:`_NotSecureError`, which the two public functions turn into a verdict.
 
-Trust anchors are parsed in :mod:`alter_publish.dns.anchors`; :class:`TrustAnchor`,
-:func:`parse_trust_anchors`, :func:`read_trust_anchors` and :func:`anchor_for`
-are re-exported here. NSEC3 owner hashes come from
+Trust anchors are parsed in :mod:`alter_publish.dns.anchors`. NSEC3 owner hashes come from
 :func:`alter_publish.dns.nsec3.nsec3_hash`, the one the loopback server uses.
 
 Not implemented (the answer is then bogus or insecure, never falsely secure):
@@ -49,12 +47,7 @@ import dns.rdtypes.ANY.RRSIG
 import dns.rdtypes.dnskeybase
 import dns.rrset
 
-from alter_publish.dns.anchors import (
-    TrustAnchor,
-    anchor_for,
-    parse_trust_anchors,
-    read_trust_anchors,
-)
+from alter_publish.dns.anchors import TrustAnchor
 from alter_publish.dns.nsec3 import NSEC3_HASH_SHA1, nsec3_hash
 
 __all__ = [
@@ -62,11 +55,7 @@ __all__ = [
     "NSEC3_ITERATIONS_MAX",
     "DNSSECStatus",
     "RRsetValidator",
-    "TrustAnchor",
     "Validation",
-    "anchor_for",
-    "parse_trust_anchors",
-    "read_trust_anchors",
     "validate_dnskeys",
     "validate_response",
 ]
@@ -77,7 +66,7 @@ NSEC3_ITERATIONS_MAX: Final = 150
 CNAME_CHAIN_MAX: Final = 8
 
 _DS_DIGESTS_STRONG: Final = frozenset({2, 4})  # SHA-256, SHA-384
-_DS_DIGEST_SHA1: Final = 1
+_DS_DIGEST_SHA1: Final = int(dns.dnssectypes.DSDigest.SHA1)
 _ALGORITHMS_DENIED: Final = frozenset({1, 3, 6})  # RSAMD5, DSA, DSA-NSEC3-SHA1 (RFC 8624)
 _NSEC3_OPT_OUT: Final = 0x01
 _ZONE_KEY: Final = int(dns.rdtypes.dnskeybase.Flag.ZONE)

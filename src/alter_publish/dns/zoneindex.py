@@ -18,7 +18,7 @@ proof where no NSEC3 matches (Opt-Out). The hashed owner names of NSEC3
 rrsets are not names of the zone (RFC 5155 section 7.2.8): a query for one is
 answered with its NSEC3 rrset for qtype NSEC3 or ANY and as NXDOMAIN, with
 proofs, for every other type. The sorted NSEC3 chain these proofs are picked
-from is :class:`~alter_publish.dns.nsec3.Nsec3Chain` (re-exported here). Other
+from is :class:`~alter_publish.dns.nsec3.Nsec3Chain`. Other
 signed zones get NSEC proofs (RFC 4035 section 3.1.3). Signatures are served
 as they are, never made or checked.
 
@@ -53,20 +53,16 @@ import dns.rdtypes.ANY.SOA
 import dns.rrset
 import dns.zone
 
+from alter_publish.dns import wire as w
 from alter_publish.dns.nsec3 import Nsec3Chain, find_hashed_owners
 from alter_publish.errors import ServeError
 
 __all__ = [
     "CACHEABLE_QUERY_OCTETS_MAX",
     "CNAME_CHAIN_MAX",
-    "DNS_MESSAGE_MAX_OCTETS",
-    "EDNS_PAYLOAD_OCTETS",
-    "HEADER_OCTETS",
     "RESPONSE_CACHE_ENTRIES_MAX",
-    "UDP_CLASSIC_MAX_OCTETS",
     "IndexedZone",
     "Node",
-    "Nsec3Chain",
     "RRsetKey",
     "Resolution",
     "ResponseCache",
@@ -76,14 +72,6 @@ __all__ = [
 
 logger = logging.getLogger(__name__)
 
-#: The EDNS payload size the server advertises (DNS flag day 2020).
-EDNS_PAYLOAD_OCTETS: Final = 1232
-#: The UDP response limit for clients without EDNS (RFC 1035).
-UDP_CLASSIC_MAX_OCTETS: Final = 512
-#: The largest DNS message (and TCP response) there is.
-DNS_MESSAGE_MAX_OCTETS: Final = 65535
-#: Size of the fixed DNS header.
-HEADER_OCTETS: Final = 12
 #: The longest CNAME chain followed inside one zone.
 CNAME_CHAIN_MAX: Final = 8
 #: Responses the cache remembers (keyed by query bytes after the id); cleared when full.
@@ -91,22 +79,8 @@ RESPONSE_CACHE_ENTRIES_MAX: Final = 16384
 #: Longer queries are answered but not cached.
 CACHEABLE_QUERY_OCTETS_MAX: Final = 512
 
-_QR: Final = int(dns.flags.QR)
-_RD: Final = int(dns.flags.RD)
-_OPCODE_MASK: Final = 0x7800
 _NONE: Final = int(dns.rdatatype.NONE)
-_SOA: Final = int(dns.rdatatype.SOA)
-_NS: Final = int(dns.rdatatype.NS)
-_CNAME: Final = int(dns.rdatatype.CNAME)
-_DS: Final = int(dns.rdatatype.DS)
-_RRSIG: Final = int(dns.rdatatype.RRSIG)
-_NSEC: Final = int(dns.rdatatype.NSEC)
-_NSEC3: Final = int(dns.rdatatype.NSEC3)
-_ANY: Final = int(dns.rdatatype.ANY)
 _GLUE_TYPES: Final = (int(dns.rdatatype.A), int(dns.rdatatype.AAAA))
-_TRANSFER_TYPES: Final = frozenset({int(dns.rdatatype.AXFR), int(dns.rdatatype.IXFR)})
-#: Query types answered at a hashed NSEC3 owner name; it does not exist for any other.
-_HASHED_OWNER_TYPES: Final = frozenset({_NSEC3, _ANY})
 _WILDCARD_LABEL: Final = b"*"
 
 #: ``(rdtype, covers)``: the key of an rrset inside a node.
@@ -195,13 +169,13 @@ class IndexedZone:
             nodes.setdefault(owner, {})[(int(rdataset.rdtype), int(rdataset.covers))] = rrset
 
         apex = nodes.get(origin, {})
-        soa = apex.get((_SOA, _NONE))
+        soa = apex.get((w.SOA, _NONE))
         if soa is None or len(soa) == 0:
             raise ServeError("zone has no SOA record at its apex", where=origin.to_text())
         minimum = cast("dns.rdtypes.ANY.SOA.SOA", soa[0]).minimum
         negative_ttl = min(soa.ttl, minimum)
         negative_soa = dns.rrset.from_rdata_list(origin, negative_ttl, list(soa))
-        soa_sig = apex.get((_RRSIG, _SOA))
+        soa_sig = apex.get((w.RRSIG, w.SOA))
         negative_soa_sig = (
             None
             if soa_sig is None
@@ -218,9 +192,11 @@ class IndexedZone:
                 names.add(name)
                 name = name.parent()
         cuts = frozenset(
-            owner for owner, node in nodes.items() if owner != origin and (_NS, _NONE) in node
+            owner for owner, node in nodes.items() if owner != origin and (w.NS, _NONE) in node
         )
-        nsec_names = tuple(sorted(owner for owner, node in nodes.items() if (_NSEC, _NONE) in node))
+        nsec_names = tuple(
+            sorted(owner for owner, node in nodes.items() if (w.NSEC, _NONE) in node)
+        )
         return cls(
             origin=origin,
             rdclass=dns.rdataclass.RdataClass(zone.rdclass),
@@ -238,7 +214,7 @@ class IndexedZone:
     @property
     def soa(self) -> dns.rrset.RRset:
         """The zone's SOA rrset, with its TTL as published."""
-        return self.nodes[self.origin][(_SOA, _NONE)]
+        return self.nodes[self.origin][(w.SOA, _NONE)]
 
     def resolve(self, qname: dns.name.Name, qtype: int, *, dnssec: bool = False) -> Resolution:
         """Look a question up in this zone (the caller picked the zone).
@@ -262,14 +238,14 @@ class IndexedZone:
                     return Resolution(dns.rcode.NOERROR, True, tuple(answer))
                 return self._referral(cut, dnssec=dnssec)
             node = self.nodes.get(name)
-            if node is not None and qtype not in _HASHED_OWNER_TYPES and self._is_hashed(name):
+            if node is not None and qtype not in w.HASHED_OWNER_TYPES and self._is_hashed(name):
                 node = None  # RFC 5155 7.2.8: not a name of the zone
             if node is None:
                 rcode = dns.rcode.NOERROR if name in self.names else dns.rcode.NXDOMAIN
                 return self._negative(rcode, name, answer, dnssec=dnssec)
-            if qtype == _ANY:
+            if qtype == w.ANY:
                 answer.extend(
-                    rrset for (rdtype, _), rrset in node.items() if dnssec or rdtype != _RRSIG
+                    rrset for (rdtype, _), rrset in node.items() if dnssec or rdtype != w.RRSIG
                 )
                 return Resolution(dns.rcode.NOERROR, True, tuple(answer))
             rrset = node.get((qtype, _NONE))
@@ -277,11 +253,11 @@ class IndexedZone:
                 answer.append(rrset)
                 self._add_sig(answer, node, qtype, dnssec=dnssec)
                 return Resolution(dns.rcode.NOERROR, True, tuple(answer))
-            cname = node.get((_CNAME, _NONE))
+            cname = node.get((w.CNAME, _NONE))
             if cname is None:
                 return self._negative(dns.rcode.NOERROR, name, answer, dnssec=dnssec)
             answer.append(cname)
-            self._add_sig(answer, node, _CNAME, dnssec=dnssec)
+            self._add_sig(answer, node, w.CNAME, dnssec=dnssec)
             seen.add(name)
             target = cast("dns.rdtypes.ANY.CNAME.CNAME", cname[0]).target
             if target in seen or not target.is_subdomain(self.origin):
@@ -305,7 +281,7 @@ class IndexedZone:
         for depth in range(len(self.origin) + 1, len(labels) + 1):
             candidate = dns.name.Name(labels[-depth:])
             if candidate in self.cuts:
-                if qtype == _DS and depth == len(labels):
+                if qtype == w.DS and depth == len(labels):
                     return None
                 return candidate
         return None
@@ -314,7 +290,7 @@ class IndexedZone:
         self, rrsets: list[dns.rrset.RRset], node: Node, rdtype: int, *, dnssec: bool
     ) -> None:
         if dnssec:
-            sig = node.get((_RRSIG, rdtype))
+            sig = node.get((w.RRSIG, rdtype))
             if sig is not None:
                 rrsets.append(sig)
 
@@ -342,13 +318,13 @@ class IndexedZone:
         self, authority: list[dns.rrset.RRset], rcode: dns.rcode.Rcode, name: dns.name.Name
     ) -> None:
         """NSEC proofs (RFC 4035 3.1.3): the NSEC covering ``name``, and the wildcard."""
-        self._add_denial(authority, self._nsec_covering(name), _NSEC)
+        self._add_denial(authority, self._nsec_covering(name), w.NSEC)
         if rcode == dns.rcode.NXDOMAIN and self.nsec_names:
             encloser = name
             while encloser not in self.names and len(encloser) > len(self.origin):
                 encloser = encloser.parent()
             wildcard = dns.name.Name((_WILDCARD_LABEL, *encloser.labels))
-            self._add_denial(authority, self._nsec_covering(wildcard), _NSEC)
+            self._add_denial(authority, self._nsec_covering(wildcard), w.NSEC)
 
     def _add_nsec3_proof(
         self,
@@ -374,12 +350,12 @@ class IndexedZone:
             next_closer = encloser
             encloser = encloser.parent()
             match = chain.matching(encloser)
-        self._add_denial(authority, match, _NSEC3)
+        self._add_denial(authority, match, w.NSEC3)
         if next_closer is not None:
-            self._add_denial(authority, chain.covering(next_closer), _NSEC3)
+            self._add_denial(authority, chain.covering(next_closer), w.NSEC3)
         if nxdomain:
             wildcard = dns.name.Name((_WILDCARD_LABEL, *encloser.labels))
-            self._add_denial(authority, chain.covering(wildcard), _NSEC3)
+            self._add_denial(authority, chain.covering(wildcard), w.NSEC3)
 
     def _negative(
         self,
@@ -402,17 +378,17 @@ class IndexedZone:
 
     def _referral(self, cut: dns.name.Name, *, dnssec: bool) -> Resolution:
         node = self.nodes[cut]
-        ns = node[(_NS, _NONE)]
+        ns = node[(w.NS, _NONE)]
         authority = [ns]
         if dnssec:
-            ds = node.get((_DS, _NONE))
+            ds = node.get((w.DS, _NONE))
             if ds is not None:
                 authority.append(ds)
-                self._add_sig(authority, node, _DS, dnssec=True)
+                self._add_sig(authority, node, w.DS, dnssec=True)
             elif self.nsec3 is not None:
                 self._add_nsec3_proof(authority, self.nsec3, cut, nxdomain=False)
-            elif (_NSEC, _NONE) in node:
-                self._add_denial(authority, cut, _NSEC)
+            elif (w.NSEC, _NONE) in node:
+                self._add_denial(authority, cut, w.NSEC)
         additional: list[dns.rrset.RRset] = []
         for rdata in ns:
             target = cast("dns.rdtypes.ANY.NS.NS", rdata).target
@@ -511,7 +487,7 @@ def answer(index: ZoneIndex, wire: bytes, *, max_udp: int | None) -> bytes | Non
         return _answer(index, wire, max_udp)
     except Exception:  # one bad packet must never stop the server
         logger.debug("internal error answering a query", exc_info=True)
-        return _header_reply(wire, dns.rcode.SERVFAIL)
+        return w.header_reply(wire, dns.rcode.SERVFAIL)
 
 
 class ResponseCache:
@@ -567,31 +543,20 @@ class ResponseCache:
         return reply
 
 
-def _header_reply(wire: bytes, rcode: dns.rcode.Rcode) -> bytes | None:
-    """Build a header-only response echoing id, opcode and RD; None to drop."""
-    if len(wire) < HEADER_OCTETS:
-        return None
-    msg_id, flags = struct.unpack_from("!HH", wire)
-    if flags & _QR:
-        return None
-    reply_flags = _QR | (flags & (_OPCODE_MASK | _RD)) | (int(rcode) & 0xF)
-    return struct.pack("!HHHHHH", msg_id, reply_flags, 0, 0, 0, 0)
-
-
 def _answer(index: ZoneIndex, wire: bytes, max_udp: int | None) -> bytes | None:
-    if len(wire) < HEADER_OCTETS:
+    if len(wire) < w.HEADER_OCTETS:
         return None
     (flags,) = struct.unpack_from("!H", wire, 2)
-    if flags & _QR:
+    if flags & w.QR:
         return None
     try:
         query = dns.message.from_wire(wire)
     except dns.message.UnknownTSIGKey:
-        return _header_reply(wire, dns.rcode.NOTAUTH)
+        return w.header_reply(wire, dns.rcode.NOTAUTH)
     except Exception:  # anything unparseable is the client's format error
-        return _header_reply(wire, dns.rcode.FORMERR)
+        return w.header_reply(wire, dns.rcode.FORMERR)
 
-    response = dns.message.make_response(query, our_payload=EDNS_PAYLOAD_OCTETS)
+    response = dns.message.make_response(query, our_payload=w.EDNS_PAYLOAD_OCTETS)
     if query.opcode() != dns.opcode.QUERY:
         response.set_rcode(dns.rcode.NOTIMP)
     elif query.edns > 0:
@@ -608,14 +573,14 @@ def _fill(index: ZoneIndex, query: dns.message.Message, response: dns.message.Me
     question = query.question[0]
     qname = question.name
     qtype = int(question.rdtype)
-    if qtype in _TRANSFER_TYPES:
+    if qtype in w.TRANSFER_TYPES:
         response.set_rcode(dns.rcode.REFUSED)
         return
     if qtype == dns.rdatatype.OPT:
         response.set_rcode(dns.rcode.FORMERR)
         return
     zone = index.find_zone(qname)
-    if zone is not None and qtype == _DS and qname == zone.origin and len(qname) > 1:
+    if zone is not None and qtype == w.DS and qname == zone.origin and len(qname) > 1:
         zone = index.find_zone(qname.parent()) or zone  # DS lives in the parent zone
     if zone is None or question.rdclass != zone.rdclass:
         response.set_rcode(dns.rcode.REFUSED)
@@ -635,12 +600,7 @@ def _fill(index: ZoneIndex, query: dns.message.Message, response: dns.message.Me
 def _render(
     response: dns.message.Message, query: dns.message.Message, max_udp: int | None
 ) -> bytes:
-    if max_udp is None:
-        limit = DNS_MESSAGE_MAX_OCTETS
-    elif query.edns >= 0:
-        limit = max(UDP_CLASSIC_MAX_OCTETS, min(query.payload, max_udp))
-    else:
-        limit = UDP_CLASSIC_MAX_OCTETS
+    limit = w.udp_limit(query.edns, query.payload, max_udp)
     try:
         return response.to_wire(max_size=limit)
     except dns.exception.TooBig:

@@ -20,7 +20,8 @@ from alter_publish.definition.model import ZoneSpec, load_zone
 from alter_publish.definition.state import SerialState, key_states, state_path_for
 from alter_publish.definition.workspace import find_definition
 from alter_publish.dns.dnssec import ds_records
-from alter_publish.errors import UsageError
+from alter_publish.dns.zonekeys import ZoneKeyEntry, ZoneKeyRole
+from alter_publish.errors import RolloverError, UsageError
 from alter_publish.keys.lifecycle import (
     HandleStatus,
     RotateResult,
@@ -31,14 +32,13 @@ from alter_publish.keys.lifecycle import (
 )
 from alter_publish.keys.rollover import (
     NextStep,
-    RolloverError,
     RolloverTiming,
     StepResult,
     next_step,
 )
 from alter_publish.keys.rollover import begin as begin_rollover
 from alter_publish.keys.rollover import step as step_rollover
-from alter_publish.keys.store import KeyStore, ZoneKeyEntry, ZoneKeyRole
+from alter_publish.keys.store import KeyStore
 
 __all__ = [
     "KeysStatus",
@@ -159,7 +159,7 @@ def _zone_keys_context(
             f"DNSSEC is off for {spec.origin} (dnssec.enabled: false in {spec.path})",
             where=spec.origin,
         )
-    every = keys.zone_key_entries(spec.origin, removed=True)
+    every = keys.zones.entries(spec.origin, removed=True)
     live = tuple(key for key in every if key.state != "removed")
     state = SerialState.read(state_path_for(spec.path))
     ttls = state.ttls if state is not None else None
@@ -277,7 +277,7 @@ def keys_status(zone_files: Sequence[Path], *, keys: KeyStore, now: int) -> tupl
         spec = load_zone(path)
         handles = zone_handle_status(spec, keys=keys, now=now)
         zone_keys = None
-        if spec.dnssec.enabled and keys.zone_key_entries(spec.origin, removed=True):
+        if spec.dnssec.enabled and keys.zones.entries(spec.origin, removed=True):
             zone_keys = dnssec_status(str(path), keys=keys)
         found.append(KeysStatus(spec.origin, handles, zone_keys))
     return tuple(found)

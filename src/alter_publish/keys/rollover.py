@@ -39,17 +39,12 @@ import dns.name
 
 from alter_publish.definition.model import DNSSECSpec, format_span, format_utc
 from alter_publish.dns.dnssec import ds_line, ds_records
-from alter_publish.errors import KeyStoreError
-from alter_publish.keys.store import KeyStore, ZoneKey, ZoneKeyEntry, ZoneKeyRole, ZoneKeyState
+from alter_publish.dns.zonekeys import ZoneKey, ZoneKeyEntry, ZoneKeyRole, ZoneKeyState
+from alter_publish.errors import RolloverError
+from alter_publish.keys.store import KeyStore
 
 #: A zone key with or without its private half: rollover logic needs only role and state.
 AnyKey = TypeVar("AnyKey", ZoneKey, ZoneKeyEntry)
-
-
-class RolloverError(KeyStoreError):
-    """A rollover step that is not allowed now (too early, none running, or the wrong one)."""
-
-    category = "rollover"
 
 
 @dataclass(frozen=True, slots=True)
@@ -226,7 +221,7 @@ def begin(
         RolloverError: a rollover is already running, or the zone has no active key set.
         KeyStoreError: the key store cannot be read or written.
     """
-    keys = store.zone_key_entries(zone)
+    keys = store.zones.entries(zone)
     running = next_step(keys, timing, published)
     if running is not None:
         raise RolloverError(
@@ -237,8 +232,8 @@ def begin(
     if not any(key.role is role and key.state is ZoneKeyState.ACTIVE for key in keys):
         raise RolloverError(f"zone {zone} has no active {role.upper()} to roll", where=zone)
     state = ZoneKeyState.PUBLISHED if role is ZoneKeyRole.ZSK else ZoneKeyState.DS_SUBMITTED
-    new = store.add_zone_key(zone, role, state, now=now).entry
-    keys = store.zone_key_entries(zone)
+    new = store.zones.add(zone, role, state, now=now).entry
+    keys = store.zones.entries(zone)
     if role is ZoneKeyRole.ZSK:
         changed = (f"{_label(new)} created and published (not signing yet)",)
         return StepResult(zone, keys, changed, next_step=next_step(keys, timing, now))
@@ -263,7 +258,7 @@ def step(
             (or was wrongly given) ``ds_published``.
         KeyStoreError: the key store cannot be read or written.
     """
-    every = store.zone_key_entries(zone, removed=True)
+    every = store.zones.entries(zone, removed=True)
     keys = tuple(key for key in every if key.state is not ZoneKeyState.REMOVED)
     upcoming = next_step(keys, timing, published)
     if upcoming is None:
@@ -289,7 +284,7 @@ def step(
         )
     moves, changed, remove = _transition(keys, upcoming.role)
     after = tuple(key.moved(moves[key.tag], now) if key.tag in moves else key for key in every)
-    store.save_zone_keys(zone, after)
+    store.zones.save(zone, after)
     live = tuple(key for key in after if key.state is not ZoneKeyState.REMOVED)
     origin = dns.name.from_text(zone)
     return StepResult(

@@ -24,6 +24,7 @@ from alter_publish.definition.state import (
     ZoneTTLs,
     key_states,
 )
+from alter_publish.dns.anchors import TrustAnchor, parse_trust_anchors
 from alter_publish.dns.dnssec import (
     SignedZone,
 )
@@ -35,7 +36,7 @@ from alter_publish.dns.records import (
     split_rendered,
     with_handles,
 )
-from alter_publish.dns.validation import TrustAnchor, parse_trust_anchors
+from alter_publish.dns.zonekeys import ZoneKey
 from alter_publish.dns.zonetext import parse_zone_text
 from alter_publish.errors import (
     RenderError,
@@ -44,7 +45,6 @@ from alter_publish.format.identitylog import (
     IdentityLog,
     LogEntry,
 )
-from alter_publish.keys.store import ZoneKey
 from alter_publish.pipeline.context import RunContext
 from alter_publish.pipeline.paths import output_paths
 from alter_publish.pipeline.render import (

@@ -64,7 +64,7 @@ class ZoneStart:
         started = time.perf_counter()
         out, keys = ctx.out, ctx.keys
         record = Fingerprint.read(fingerprint_path(out, definition)) if ctx.incremental else None
-        if record is None or record.zone_keys_dir != str(keys.zone_keys_dir(record.zone)):
+        if record is None or record.zone_keys_dir != str(keys.zones.directory(record.zone)):
             return cls(definition, started)
         lines = handle_key_lines(record.handle_keys, jobs=ctx.jobs)
         return cls(definition, started, record, tuple(lines))

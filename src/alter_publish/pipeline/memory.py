@@ -132,7 +132,7 @@ def write_fingerprint(
     summary: Mapping[str, Any],
 ) -> None:
     """Record a proven, written run of ``spec`` (see :mod:`fingerprint`)."""
-    zone_keys_dir = str(ctx.keys.zone_keys_dir(spec.origin))
+    zone_keys_dir = str(ctx.keys.zones.directory(spec.origin))
     inputs = fingerprint_inputs(ctx, spec.path, spec.origin, zone_keys_dir, handle_keys, source)
     Fingerprint(
         digest=inputs.digest(handle_lines),
@@ -162,7 +162,7 @@ _ENVELOPES_SERIAL_PREFIX = '],\n  "serial": '
 
 def base_digest(ctx: RunContext, definition: Path, origin: str, entries: Entries) -> str:
     """The digest of everything but the handle entries and keys (see ``Inputs.base_digest``)."""
-    zone_keys_dir = str(ctx.keys.zone_keys_dir(origin))
+    zone_keys_dir = str(ctx.keys.zones.directory(origin))
     inputs = fingerprint_inputs(ctx, definition, origin, zone_keys_dir, ())
     return inputs.base_digest(entries.header)
 

@@ -25,9 +25,10 @@ from alter_publish.definition.state import (
     state_path_for,
     zone_sha256,
 )
+from alter_publish.dns.anchors import TrustAnchor, read_trust_anchors
 from alter_publish.dns.dnssec import choose_window, rrsig_lines
 from alter_publish.dns.records import HandleRecord, Labels, RRs, from_zone, labels_of
-from alter_publish.dns.validation import TrustAnchor, read_trust_anchors
+from alter_publish.dns.zonekeys import ZoneKey
 from alter_publish.dns.zonetext import parse_zone_text
 from alter_publish.errors import AlterError, DefinitionError, RenderError
 from alter_publish.fileio import Chunk
@@ -45,7 +46,6 @@ from alter_publish.keys.lifecycle import (
     revocations_path_for,
     zone_revocations,
 )
-from alter_publish.keys.store import ZoneKey
 from alter_publish.pipeline.build import dnssec_fingerprint
 from alter_publish.pipeline.chain import (
     EnvelopeChain,
@@ -167,7 +167,7 @@ def _base(ctx: RunContext, start: ZoneStart) -> _Base | None:
     zone_keys: tuple[ZoneKey, ...] = ()
     window = None
     if spec.dnssec.enabled:
-        zone_keys = ctx.keys.current_zone_keys(spec.origin, create=False, now=ctx.now)
+        zone_keys = ctx.keys.zones.current(spec.origin, create=False, now=ctx.now)
         window = choose_window(state.signatures, ctx.now, spec.dnssec)
         if window != state.signatures or key_states(zone_keys) != state.keys:
             return None

@@ -15,6 +15,7 @@ from alter_publish.definition.state import (
 )
 from alter_publish.dns.dnssec import SignedZone, choose_window, sign_records
 from alter_publish.dns.records import SignedRRs, ZoneRecords, unsigned_rrsets
+from alter_publish.dns.zonekeys import ZoneKey
 from alter_publish.format.identitylog import log_path_for, read_log
 from alter_publish.keys.lifecycle import (
     LogIndex,
@@ -22,7 +23,6 @@ from alter_publish.keys.lifecycle import (
     revocations_path_for,
     zone_revocations,
 )
-from alter_publish.keys.store import ZoneKey
 from alter_publish.pipeline.build import (
     ZonePlan,
     dnssec_section,
@@ -63,7 +63,7 @@ def plan_zone(
         expectations = handle_expectations(chain.signed, index)
     with watch.stage("zone keys"):
         zone_keys = (
-            ctx.keys.current_zone_keys(spec.origin, create=ctx.create_keys, now=ctx.now)
+            ctx.keys.zones.current(spec.origin, create=ctx.create_keys, now=ctx.now)
             if spec.dnssec.enabled
             else ()
         )

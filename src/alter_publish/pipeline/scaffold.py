@@ -8,6 +8,7 @@ from alter_publish.definition.model import (
     ZoneSpec,
 )
 from alter_publish.definition.workspace import OFFLINE_DIR, OFFLINE_GITIGNORE_TEXT, zone_origin
+from alter_publish.dns.zonekeys import ZoneKey
 from alter_publish.errors import (
     KeyStoreError,
     UsageError,
@@ -16,7 +17,7 @@ from alter_publish.fileio import (
     atomic_write_bytes,
 )
 from alter_publish.format.handles import Handle
-from alter_publish.keys.store import HandleKey, KeyStore, ZoneKey
+from alter_publish.keys.store import HandleKey, KeyStore
 from alter_publish.pipeline.paths import default_templates_dir
 
 
@@ -30,7 +31,7 @@ def dnssec_keygen(zone: str, *, keys: KeyStore, now: int) -> tuple[ZoneKey, ...]
         UsageError: ``zone`` is not a domain name.
         KeyStoreError: the zone has DNSSEC keys already, or writing failed.
     """
-    return keys.generate_zone_keys(zone_origin(zone), now=now)
+    return keys.zones.generate(zone_origin(zone), now=now)
 
 
 def keygen(

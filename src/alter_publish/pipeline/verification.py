@@ -13,7 +13,7 @@ from alter_publish.definition.model import (
     load_zone,
 )
 from alter_publish.definition.state import SerialState, state_path_for, zone_sha256
-from alter_publish.dns.validation import TrustAnchor, read_trust_anchors
+from alter_publish.dns.anchors import TrustAnchor, read_trust_anchors
 from alter_publish.dns.zonetext import parse_zone_text
 from alter_publish.errors import (
     AlterError,

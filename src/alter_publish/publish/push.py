@@ -37,7 +37,7 @@ import dns.xfr
 
 from alter_publish.definition.model import ZoneSpec, load_zone
 from alter_publish.dns.zonetext import txt_text
-from alter_publish.errors import EXIT_NETWORK, AlterError, RenderError, ResolveError, UsageError
+from alter_publish.errors import PublishError, RenderError, ResolveError, UsageError
 from alter_publish.format.envelope import Envelope, Revocation, parse_record_or_none, split_txt
 from alter_publish.format.identitylog import log_path_for, read_log
 from alter_publish.keys.lifecycle import LogIndex
@@ -57,13 +57,6 @@ _KEY_FILE = re.compile(
 )
 _KEY_FIELD = re.compile(r'(?P<field>algorithm|secret)\s+"?(?P<value>[^";\s]+)"?\s*;', re.IGNORECASE)
 _OWNED = re.compile(r"^v=alter1\s*;(?:.*;)?\s*h\s*=", re.DOTALL)
-
-
-class PublishError(AlterError):
-    """The server refused or failed an update (or a query the plan needs)."""
-
-    category = "publish"
-    exit_code = EXIT_NETWORK
 
 
 # --- TSIG ---------------------------------------------------------------------------

@@ -22,12 +22,12 @@ import dns.rdatatype
 import dns.zone
 
 from alter_publish.definition.model import HandleSpec, ZoneSpec
+from alter_publish.dns.anchors import TrustAnchor
+from alter_publish.dns.answerers import Answerer, answerer_for, answerer_for_rrsets
 from alter_publish.dns.fastcheck import ZoneKeys, exchange_many, owner_labels, secure_txt
 from alter_publish.dns.records import SignedRRs, labels_of
-from alter_publish.dns.server import Answerer, ZoneServer
-from alter_publish.dns.validation import DNSSECStatus, TrustAnchor
-from alter_publish.dns.wirezone import UnsupportedZoneError, WireZone
-from alter_publish.dns.zoneindex import ResponseCache, ZoneIndex
+from alter_publish.dns.server import ZoneServer
+from alter_publish.dns.validation import DNSSECStatus
 from alter_publish.dns.zonetext import parse_zone_text
 from alter_publish.errors import ResolveError
 from alter_publish.format.envelope import Envelope
@@ -156,10 +156,7 @@ def prove_zone(
         ServeError: the loopback server could not start.
     """
     with Workers(jobs, fresh=True, size=len(spec.handles)) as workers:  # start meanwhile
-        try:
-            answerer: Answerer = WireZone.from_zone(zone)
-        except UnsupportedZoneError:
-            answerer = ResponseCache(ZoneIndex.build([zone]))
+        answerer = answerer_for([zone])
         return _prove_answerer(answerer, spec, expected, now, anchors, workers, progress, probe)
 
 
@@ -181,23 +178,20 @@ def prove_records(
         RenderError: ``zone_text`` is needed and does not parse.
         ServeError: the loopback server could not start.
     """
-    dnssec = spec.dnssec
     # Fresh interpreters, not forks: forked workers would copy every page of this big
     # process that their allocations land in (hundreds of MB at 100,000 handles). They
     # start while the zone is indexed.
     with Workers(jobs, fresh=True, size=len(spec.handles)) as workers:
-        try:
-            answerer: Answerer = WireZone.build(
-                labels_of(spec.origin + "."),
-                rrsets,
-                denial=dnssec.denial if dnssec.enabled else None,
-                nsec3_salt=bytes.fromhex(dnssec.nsec3_salt),
-                nsec3_iterations=dnssec.nsec3_iterations,
-            )
-        except UnsupportedZoneError:
-            text = zone_text if isinstance(zone_text, str) else "".join(zone_text)
-            zone = parse_zone_text(text, spec.origin, where=f"{spec.origin}.zone")
-            answerer = ResponseCache(ZoneIndex.build([zone]))
+        answerer = answerer_for_rrsets(
+            labels_of(spec.origin + "."),
+            rrsets,
+            spec.dnssec,
+            lambda: parse_zone_text(
+                zone_text if isinstance(zone_text, str) else "".join(zone_text),
+                spec.origin,
+                where=f"{spec.origin}.zone",
+            ),
+        )
         return _prove_answerer(answerer, spec, expected, now, anchors, workers, progress)
 
 

@@ -11,10 +11,7 @@ then the TXT answer or its NSEC/NSEC3 denial against those keys.
 from __future__ import annotations
 
 import re
-import secrets
-import select
 import socket
-import time
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 
@@ -28,14 +25,15 @@ import dns.rdataclass
 import dns.rdatatype
 import dns.rrset
 
+from alter_publish.dns import client
+from alter_publish.dns.anchors import TrustAnchor, anchor_for
 from alter_publish.dns.validation import (
     DNSSECStatus,
-    TrustAnchor,
     Validation,
-    anchor_for,
     validate_dnskeys,
     validate_response,
 )
+from alter_publish.dns.wire import EDNS_PAYLOAD_OCTETS
 from alter_publish.dns.zonetext import txt_text
 from alter_publish.errors import ResolveError, VerificationError
 from alter_publish.format.envelope import (
@@ -58,10 +56,7 @@ __all__ = [
     "select_envelope",
 ]
 
-EDNS_PAYLOAD_OCTETS = 1232
 DEFAULT_TIMEOUT_SECONDS = 3.0
-PIPELINE_WINDOW = 64  # queries in flight at once; ~64 replies fit any socket buffer
-QUERY_TRIES = 2  # a UDP query is sent at most this often before it times out
 _LENIENT_H = re.compile(r"(?:^|;)\s*h\s*=\s*([^;\s]+)")
 _LENIENT_E = re.compile(r"(?:^|;)\s*e\s*=\s*([0-9]{1,10})\s*(?:;|$)")
 
@@ -141,10 +136,7 @@ class StubResolver:
     def _udp_socket(self) -> socket.socket:
         # One socket for every query of a run: a socket per query costs more than the query.
         if self._socket is None:
-            family = socket.AF_INET6 if ":" in self.server[0] else socket.AF_INET
-            sock = socket.socket(family, socket.SOCK_DGRAM)
-            sock.setblocking(False)
-            self._socket = sock
+            self._socket = client.udp_socket(self.server)
         return self._socket
 
     def exchange(
@@ -188,112 +180,41 @@ class StubResolver:
     def exchange_many(
         self, names: Sequence[dns.name.Name], rdtype: dns.rdatatype.RdataType
     ) -> list[tuple[dns.message.Message, str] | ResolveError]:
-        """Ask many questions over one UDP socket with up to ``PIPELINE_WINDOW`` in flight.
-
-        Each query is sent again once if unanswered after ``timeout``; a truncated reply
-        is asked again over TCP. Results come back in the order of ``names``.
+        """Ask many questions with the pipelined client (:mod:`alter_publish.dns.client`):
+        one UDP socket, up to ``PIPELINE_WINDOW`` in flight, each sent again once if
+        unanswered after ``timeout``; a truncated reply is asked again over TCP.
 
         Returns:
-            Per name, ``(response, transport)`` or the :class:`ResolveError` it met.
+            Per name, in the order of ``names``, ``(response, transport)`` or the
+            :class:`ResolveError` it met.
         """
-        sock = self._udp_socket()
-        results: list[tuple[dns.message.Message, str] | ResolveError | None] = [None] * len(names)
-        pending: dict[int, _InFlight] = {}
-        upcoming = iter(enumerate(names))
-        exhausted = False
-        while True:
-            while not exhausted and len(pending) < PIPELINE_WINDOW:
-                item = next(upcoming, None)
-                if item is None:
-                    exhausted = True
-                    break
-                index, name = item
-                query = _make_query(name, rdtype)
-                while query.id in pending:  # random (dnspython), and unique in flight
-                    query.id = secrets.randbelow(65536)
-                flight = _InFlight(index, query, query.to_wire())
-                pending[query.id] = flight
-                self._send(sock, flight, results)
-            if not pending:
-                break
-            now = time.monotonic()
-            wait = max(0.0, min(flight.sent_at for flight in pending.values()) + self.timeout - now)
-            if select.select([sock], [], [], wait)[0]:
-                self._receive(sock, pending, results)
-            self._expire(sock, pending, results)
-        done: list[tuple[dns.message.Message, str] | ResolveError] = []
-        for result in results:
-            assert result is not None  # noqa: S101 (the loop ends only when nothing is pending)
-            done.append(result)
-        return done
-
-    def _send(
-        self,
-        sock: socket.socket,
-        flight: _InFlight,
-        results: list[tuple[dns.message.Message, str] | ResolveError | None],
-    ) -> None:
-        flight.sent_at = time.monotonic()
-        flight.tries += 1
+        questions = [client.question_wire(name.to_digestable(), rdtype) for name in names]
         try:
-            sock.sendto(flight.wire, self.server)
-        except OSError as exc:  # e.g. the socket buffer is full: count it as lost
-            if flight.tries > 1:
-                where = flight.query.question[0].name.to_text()
-                results[flight.index] = ResolveError(f"send failed: {exc}", where=where)
+            replies = client.exchange_many(self._udp_socket(), questions, timeout=self.timeout)
+        except OSError as exc:
+            host, port = self.server
+            error = ResolveError(f"query to {host}:{port} failed: {exc}", where=f"{host}:{port}")
+            return [error for _ in names]
+        return [
+            self._response(name, rdtype, reply) for name, reply in zip(names, replies, strict=True)
+        ]
 
-    def _receive(
-        self,
-        sock: socket.socket,
-        pending: dict[int, _InFlight],
-        results: list[tuple[dns.message.Message, str] | ResolveError | None],
-    ) -> None:
-        while True:
-            try:
-                wire, source = sock.recvfrom(65535)
-            except (BlockingIOError, InterruptedError):
-                return
-            except OSError:  # ICMP port unreachable and the like: the expiry handles it
-                return
-            if source[:2] != self.server or len(wire) < 2:
-                continue
-            flight = pending.get(int.from_bytes(wire[:2], "big"))
-            if flight is None:
-                continue  # a late duplicate
-            where = flight.query.question[0].name.to_text()
-            try:
-                response = dns.message.from_wire(wire, ignore_trailing=False)
-                if not flight.query.is_response(response):
-                    continue
-                if response.flags & dns.flags.TC:
-                    results[flight.index] = (self._exchange_tcp(flight.query, where=where), "tcp")
-                else:
-                    results[flight.index] = (self._usable(response, where), "udp")
-            except ResolveError as exc:
-                results[flight.index] = exc
-            except dns.exception.DNSException as exc:
-                host, port = self.server
-                results[flight.index] = ResolveError(
-                    f"unusable reply from {host}:{port}: {exc}", where=where
-                )
-            del pending[flight.query.id]
-
-    def _expire(
-        self,
-        sock: socket.socket,
-        pending: dict[int, _InFlight],
-        results: list[tuple[dns.message.Message, str] | ResolveError | None],
-    ) -> None:
-        now = time.monotonic()
-        for query_id, flight in list(pending.items()):
-            if results[flight.index] is not None:
-                del pending[query_id]
-            elif now - flight.sent_at >= self.timeout:
-                if flight.tries >= QUERY_TRIES:
-                    results[flight.index] = self._timeout(flight.query.question[0].name.to_text())
-                    del pending[query_id]
-                else:
-                    self._send(sock, flight, results)
+    def _response(
+        self, name: dns.name.Name, rdtype: dns.rdatatype.RdataType, reply: bytes | None
+    ) -> tuple[dns.message.Message, str] | ResolveError:
+        where = name.to_text()
+        if reply is None:
+            return self._timeout(where)
+        try:
+            response = dns.message.from_wire(reply, ignore_trailing=False)
+            if response.flags & dns.flags.TC:
+                return self._exchange_tcp(_make_query(name, rdtype), where=where), "tcp"
+            return self._usable(response, where), "udp"
+        except ResolveError as exc:
+            return exc
+        except dns.exception.DNSException as exc:
+            host, port = self.server
+            return ResolveError(f"unusable reply from {host}:{port}: {exc}", where=where)
 
     def zone_keys(self, anchor: TrustAnchor) -> tuple[Validation, dns.rrset.RRset | None]:
         """The anchor zone's DNSKEY rrset, validated against the anchor (cached).
@@ -373,17 +294,6 @@ class StubResolver:
         return validate_response(
             response, name, dns.rdatatype.TXT, zone=anchor.zone, dnskeys=dnskeys, now=self.now
         )
-
-
-@dataclass
-class _InFlight:
-    """One query of :meth:`StubResolver.exchange_many` waiting for its reply."""
-
-    index: int
-    query: dns.message.Message
-    wire: bytes
-    sent_at: float = 0.0
-    tries: int = 0
 
 
 def _make_query(qname: dns.name.Name, rdtype: dns.rdatatype.RdataType) -> dns.message.Message:

@@ -40,14 +40,10 @@ import dns.rrset
 import dns.zone
 
 from alter_publish.definition.model import DNSSECSpec
+from alter_publish.dns.anchors import TrustAnchor
 from alter_publish.dns.dnssec import denial_chain
 from alter_publish.dns.records import Labels, RRs, ZoneRecords, canonical_key, name_text
-from alter_publish.dns.validation import (
-    DNSSECStatus,
-    RRsetValidator,
-    TrustAnchor,
-    validate_dnskeys,
-)
+from alter_publish.dns.validation import DNSSECStatus, RRsetValidator, validate_dnskeys
 from alter_publish.errors import SigningError, VerificationError
 
 __all__ = ["RECORD_TEXT_MAX_CHARS", "ZONE_CHECK_CATEGORY", "check_zone"]
