@@ -21,7 +21,7 @@ from alter_publish import pipeline
 from alter_publish.definition.model import load_zone
 from alter_publish.keys.lifecycle import rotate
 from alter_publish.keys.store import KeyStore
-from alter_publish.pipeline import SignReport, sign
+from alter_publish.pipeline import SignReport, full, sign
 from alter_publish.pipeline.incremental import memo_path
 from tests.conftest import NOW
 
@@ -339,9 +339,9 @@ def test_an_edit_made_while_a_run_goes_on_is_published_by_the_next(
         _edit(root, "  - ~user8\n", "  - {handle: ~user8, resolver: 'https://patch.example/8'}\n")
         return plan
 
-    monkeypatch.setattr(pipeline, "plan_zone", plan_then_edit)
+    monkeypatch.setattr(full, "plan_zone", plan_then_edit)
     assert _sign(root, NOW + 60, incremental=False).ok
-    monkeypatch.setattr(pipeline, "plan_zone", plan_zone)
+    monkeypatch.setattr(full, "plan_zone", plan_zone)
     report = _sign(root, NOW + 120)
     assert not report.zones[0].unchanged
     assert report.zones[0].patched == ("~user8",)

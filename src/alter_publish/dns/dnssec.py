@@ -33,6 +33,8 @@ import dns.zone
 from cryptography.hazmat.primitives import serialization
 
 from alter_publish.definition.model import DNSSECSpec
+from alter_publish.definition.state import INCEPTION_BACKDATE_SECONDS as INCEPTION_BACKDATE_SECONDS
+from alter_publish.definition.state import SignatureWindow as SignatureWindow
 from alter_publish.dns.nsec3 import NSEC3_HASH_SHA1
 from alter_publish.dns.records import (
     Labels,
@@ -50,7 +52,6 @@ from alter_publish.format.ed25519 import SigningKey
 from alter_publish.parallel import Progress, Workers, ranges, shared
 
 ALGORITHM = dns.dnssectypes.Algorithm.ED25519
-INCEPTION_BACKDATE_SECONDS = 3600  # tolerate validators whose clocks run behind
 NSEC3PARAM_TTL_SECONDS = 0  # RFC 5155 4: not used by resolvers; 0 as BIND does
 DS_DIGEST = "SHA256"
 RRSIG_TIME_LIMIT = 2**32  # RRSIG times are 32-bit seconds (serial arithmetic aside)
@@ -68,32 +69,6 @@ _DS = dns.rdatatype.DS
 _RRSIG_HEADER = struct.Struct("!HBBIIIH")
 _RR_FIXED = struct.Struct("!HHIH")
 _DNSSEC_TYPES = frozenset({_RRSIG, _NSEC, _NSEC3, _NSEC3PARAM, _DNSKEY})
-
-
-@dataclass(frozen=True, slots=True)
-class SignatureWindow:
-    """Inception and expiration (POSIX seconds) shared by every RRSIG of one signing."""
-
-    inception: int
-    expiration: int
-
-    @classmethod
-    def fresh(cls, now: int, validity: int) -> SignatureWindow:
-        """A new window: valid from an hour before ``now`` for ``validity`` seconds."""
-        return cls(inception=max(now - INCEPTION_BACKDATE_SECONDS, 0), expiration=now + validity)
-
-    def reusable(self, now: int, spec: DNSSECSpec) -> bool:
-        """True when signatures made in this window may stay: started, not yet due for refresh,
-        and made with the zone's current validity."""
-        return (
-            self.inception <= now < self.expiration - spec.refresh
-            and self.expiration - self.inception
-            == spec.signature_validity + INCEPTION_BACKDATE_SECONDS
-        )
-
-    def to_mapping(self) -> dict[str, int]:
-        """JSON-ready form."""
-        return {"inception": self.inception, "expiration": self.expiration}
 
 
 @dataclass(frozen=True, slots=True)

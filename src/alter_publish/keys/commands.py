@@ -17,6 +17,7 @@ from typing import Any
 import dns.name
 
 from alter_publish.definition.model import ZoneSpec, load_zone
+from alter_publish.definition.state import SerialState, key_states, state_path_for
 from alter_publish.definition.workspace import find_definition
 from alter_publish.dns.dnssec import ds_records
 from alter_publish.dns.zonekeys import ZoneKeyEntry, ZoneKeyRole
@@ -38,7 +39,6 @@ from alter_publish.keys.rollover import (
 from alter_publish.keys.rollover import begin as begin_rollover
 from alter_publish.keys.rollover import step as step_rollover
 from alter_publish.keys.store import KeyStore
-from alter_publish.pipeline import SerialState, key_states, state_path_for
 
 __all__ = [
     "KeysStatus",

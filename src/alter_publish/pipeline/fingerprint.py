@@ -14,12 +14,11 @@ full run.
 
 from __future__ import annotations
 
-import contextlib
 import hashlib
 import json
 import os
-from collections.abc import Iterable, Iterator, Mapping, Sequence
-from dataclasses import dataclass
+from collections.abc import Iterable, Mapping, Sequence
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
@@ -41,35 +40,24 @@ def _stat_line(path: str) -> str:
     return f"{path} {_stat_text(path)}\n"
 
 
-#: Content digests by (path, inode, size, mtime) while :func:`remembering_digests`: one
-#: ``sign`` hashes the same log and definition for the no-change check, the incremental
-#: check and the records it leaves. Never across runs: a file rewritten in place within
-#: one clock tick keeps its size and mtime.
-_DIGESTS: dict[tuple[str, int, int, int], str] | None = None
+#: Content digests by (path, inode, size, mtime), remembered for one run (the run context
+#: holds one): one ``sign`` hashes the same log and definition for the no-change check, the
+#: incremental check and the records it leaves. Never across runs: a file rewritten in place
+#: within one clock tick keeps its size and mtime.
+DigestMemo = dict[tuple[str, int, int, int], str]
 
 
-@contextlib.contextmanager
-def remembering_digests() -> Iterator[None]:
-    """Hash each unchanged content file once inside this block."""
-    global _DIGESTS
-    outer, _DIGESTS = _DIGESTS, {} if _DIGESTS is None else _DIGESTS
-    try:
-        yield
-    finally:
-        _DIGESTS = outer
-
-
-def _content_line(path: Path) -> str:
-    if _DIGESTS is None:
+def _content_line(path: Path, digests: DigestMemo | None) -> str:
+    if digests is None:
         return f"{path} {_content_digest(path)}\n"
     try:
         info = path.stat()
     except OSError:
         return f"{path} -\n"
     key = (str(path), info.st_ino, info.st_size, info.st_mtime_ns)
-    if key not in _DIGESTS:
-        _DIGESTS[key] = _content_digest(path)
-    return f"{path} {_DIGESTS[key]}\n"
+    if key not in digests:
+        digests[key] = _content_digest(path)
+    return f"{path} {digests[key]}\n"
 
 
 def _content_digest(path: Path) -> str:
@@ -122,6 +110,8 @@ class Inputs:
     #: The definition's text as the run read it (None: as the file holds it now). A run
     #: records what it parsed, not an edit that landed while it ran.
     definition_text: str | None = None
+    #: The run's memo of content digests (None: hash every file).
+    digests: DigestMemo | None = field(default=None, repr=False, compare=False)
 
     def digest(self, handle_lines: Sequence[str] | None = None) -> str:
         """SHA-256 over every tracked input and output (``handle_lines``: the
@@ -129,7 +119,7 @@ class Inputs:
         lines = handle_key_lines(self.handle_keys) if handle_lines is None else handle_lines
         keys = json.dumps(self.handle_keys) + "\n" + "\n".join(lines) + "\n"
         if self.definition_text is None:
-            definition = _content_line(self.definition)
+            definition = _content_line(self.definition, self.digests)
         else:
             digest = hashlib.sha256(self.definition_text.encode()).hexdigest()
             definition = f"{self.definition} {digest}\n"
@@ -146,7 +136,7 @@ class Inputs:
         sha.update(definition_line.encode())
         templates = sorted(self.templates.glob("*.j2")) if self.templates.is_dir() else []
         for path in (*templates, *self.content_files):
-            sha.update(_content_line(path).encode())
+            sha.update(_content_line(path, self.digests).encode())
         try:
             zone_key_files = sorted(os.listdir(self.zone_keys_dir))  # noqa: PTH208 (names)
         except OSError:
@@ -238,6 +228,7 @@ def inputs_for(
     outputs: Iterable[Path],
     options: str,
     definition_text: str | None = None,
+    digests: DigestMemo | None = None,
 ) -> Inputs:
     """The :class:`Inputs` of a run (see the module docstring)."""
     return Inputs(
@@ -249,4 +240,5 @@ def inputs_for(
         outputs=tuple(outputs),
         options=options,
         definition_text=definition_text,
+        digests=digests,
     )

@@ -1,0 +1,215 @@
+"""The serial state beside each definition: ``zones/<zone>.state.json``.
+
+What the last published zone was: its SOA serial and the digest of the content it
+labels, the RRSIG window, the zone key states and the TTLs rollover waits depend on,
+and the SHA-256 of the zone file as written. ``sign`` writes it; ``verify`` and the
+DNSSEC key commands read it.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+from collections.abc import Iterable, Mapping, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any, Protocol
+
+from alter_publish.definition.model import DNSSECSpec
+from alter_publish.errors import RenderError
+from alter_publish.fileio import Chunk
+
+INCEPTION_BACKDATE_SECONDS = 3600  # tolerate validators whose clocks run behind
+
+
+@dataclass(frozen=True, slots=True)
+class SignatureWindow:
+    """Inception and expiration (POSIX seconds) shared by every RRSIG of one signing."""
+
+    inception: int
+    expiration: int
+
+    @classmethod
+    def fresh(cls, now: int, validity: int) -> SignatureWindow:
+        """A new window: valid from an hour before ``now`` for ``validity`` seconds."""
+        return cls(inception=max(now - INCEPTION_BACKDATE_SECONDS, 0), expiration=now + validity)
+
+    def reusable(self, now: int, spec: DNSSECSpec) -> bool:
+        """True when signatures made in this window may stay: started, not yet due for refresh,
+        and made with the zone's current validity."""
+        return (
+            self.inception <= now < self.expiration - spec.refresh
+            and self.expiration - self.inception
+            == spec.signature_validity + INCEPTION_BACKDATE_SECONDS
+        )
+
+    def to_mapping(self) -> dict[str, int]:
+        """JSON-ready form."""
+        return {"inception": self.inception, "expiration": self.expiration}
+
+
+SERIAL_MAX = 2**32 - 1
+
+
+STATE_FORMAT = "alter-publish/state/1"
+
+
+def state_path_for(zone_file: Path) -> Path:
+    """``zones/<zone>.yaml`` -> ``zones/<zone>.state.json`` (the SOA serial state)."""
+    return zone_file.with_suffix(".state.json")
+
+
+@dataclass(frozen=True, slots=True)
+class ZoneTTLs:
+    """TTLs that rollover waits depend on, for the current key states and those before."""
+
+    max_ttl: int
+    dnskey_ttl: int
+    prior_max_ttl: int = 0
+    prior_dnskey_ttl: int = 0
+
+    @property
+    def cached_max(self) -> int:
+        """The longest any cache may keep a signed rrset published under either states."""
+        return max(self.max_ttl, self.prior_max_ttl)
+
+    @property
+    def cached_dnskey(self) -> int:
+        """The longest any cache may keep a DNSKEY rrset published under either states."""
+        return max(self.dnskey_ttl, self.prior_dnskey_ttl)
+
+    def next(self, max_ttl: int, dnskey_ttl: int, *, same_keys: bool) -> ZoneTTLs:
+        """After a sign with these TTLs: same key states widen, new states shift."""
+        if same_keys:
+            return ZoneTTLs(
+                max(self.max_ttl, max_ttl),
+                max(self.dnskey_ttl, dnskey_ttl),
+                self.prior_max_ttl,
+                self.prior_dnskey_ttl,
+            )
+        return ZoneTTLs(max_ttl, dnskey_ttl, self.max_ttl, self.dnskey_ttl)
+
+    def to_mapping(self) -> dict[str, int]:
+        """JSON form."""
+        return {
+            "max_ttl": self.max_ttl,
+            "dnskey_ttl": self.dnskey_ttl,
+            "prior_max_ttl": self.prior_max_ttl,
+            "prior_dnskey_ttl": self.prior_dnskey_ttl,
+        }
+
+    @classmethod
+    def from_mapping(cls, doc: Mapping[str, Any]) -> ZoneTTLs:
+        """Read the JSON form (fields missing in older files count as 0)."""
+        max_ttl = int(doc["max_ttl"])
+        return cls(
+            max_ttl,
+            int(doc.get("dnskey_ttl", max_ttl)),
+            int(doc.get("prior_max_ttl", 0)),
+            int(doc.get("prior_dnskey_ttl", 0)),
+        )
+
+
+@dataclass(frozen=True, slots=True)
+class SerialState:
+    """The last published serial and the digest of the zone content it labels."""
+
+    serial: int
+    digest: str
+    signatures: SignatureWindow | None = None
+    #: The zone keys the published zone was signed with, as ``role-tag-state``.
+    keys: tuple[str, ...] = ()
+    #: When a zone with exactly those key states was first published.
+    keys_since: int | None = None
+    #: The largest TTLs (any signed rrset, DNSKEY) published with these key states, and
+    #: with the states before: caches may hold either, so rollover waits use both.
+    ttls: ZoneTTLs | None = None
+    #: SHA-256 of the zone file as written (``verify`` compares the file with it).
+    zone_sha256: str | None = None
+
+    def to_text(self) -> str:
+        """JSON form."""
+        doc: dict[str, Any] = {"format": STATE_FORMAT, "serial": self.serial, "digest": self.digest}
+        if self.signatures is not None:
+            doc["signatures"] = self.signatures.to_mapping()
+        if self.keys:
+            doc["zone_keys"] = {
+                "keys": list(self.keys),
+                "since": self.keys_since,
+                **(self.ttls.to_mapping() if self.ttls else {}),
+            }
+        if self.zone_sha256 is not None:
+            doc["zone_sha256"] = self.zone_sha256
+        return json.dumps(doc, indent=2, sort_keys=True) + "\n"
+
+    @classmethod
+    def read(cls, path: Path) -> SerialState | None:
+        """Read the state file; None when it does not exist.
+
+        Raises:
+            RenderError: the file is unreadable or not a state document.
+        """
+        try:
+            doc = json.loads(path.read_text(encoding="utf-8"))
+            window = doc.get("signatures")
+            signatures = (
+                None
+                if window is None
+                else SignatureWindow(int(window["inception"]), int(window["expiration"]))
+            )
+            zone_keys = doc.get("zone_keys") or {}
+            if not isinstance(zone_keys, dict):
+                raise TypeError("zone_keys is not an object")
+            return cls(
+                serial=int(doc["serial"]),
+                digest=str(doc["digest"]),
+                signatures=signatures,
+                keys=tuple(str(key) for key in zone_keys.get("keys", ())),
+                keys_since=_optional_int(zone_keys.get("since")),
+                ttls=ZoneTTLs.from_mapping(zone_keys) if "max_ttl" in zone_keys else None,
+                zone_sha256=_optional_str(doc.get("zone_sha256")),
+            )
+        except FileNotFoundError:
+            return None
+        except (OSError, ValueError, KeyError, TypeError, OverflowError) as exc:
+            raise RenderError(f"not a serial state file ({exc})", where=str(path)) from exc
+
+    def next_for(self, digest: str, now: int) -> int:
+        """The serial for content ``digest``: unchanged content keeps the serial."""
+        if digest == self.digest:
+            return self.serial
+        return min(max(self.serial + 1, now), SERIAL_MAX)
+
+
+def _optional_int(value: Any) -> int | None:
+    return None if value is None else int(value)
+
+
+def _optional_str(value: Any) -> str | None:
+    if value is not None and not isinstance(value, str):
+        raise TypeError(f"not a string: {value!r}")
+    return value
+
+
+def zone_sha256(parts: Iterable[str | Chunk]) -> str:
+    """SHA-256 (hex) of a zone file given as the parts written one after the other."""
+    sha = hashlib.sha256()
+    for part in parts:
+        sha.update(part.encode() if isinstance(part, str) else part)
+    return sha.hexdigest()
+
+
+class KeyState(Protocol):
+    """A zone key as far as the state records it (``ZoneKey`` or ``ZoneKeyEntry``)."""
+
+    @property
+    def role(self) -> object: ...
+    @property
+    def tag(self) -> int: ...
+    @property
+    def state(self) -> object: ...
+
+
+def key_states(zone_keys: Sequence[KeyState]) -> tuple[str, ...]:
+    """The zone keys as the ``role-tag-state`` strings the serial state records."""
+    return tuple(f"{key.role}-{key.tag}-{key.state}" for key in zone_keys)

@@ -1,0 +1,233 @@
+"""What a proven run leaves for the next: the fingerprint (nothing changed?) and the memo
+(where each handle's lines stand, to patch a few of them).
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from collections.abc import Mapping, Sequence
+from pathlib import Path
+from typing import Any
+
+from alter_publish.definition.model import (
+    ZoneSpec,
+)
+from alter_publish.definition.state import SERIAL_MAX, SignatureWindow, state_path_for
+from alter_publish.dns.records import (
+    labels_of,
+)
+from alter_publish.format.envelope import (
+    CLOCK_SKEW_SECONDS,
+)
+from alter_publish.format.identitylog import (
+    log_path_for,
+)
+from alter_publish.keys.lifecycle import (
+    revocations_path_for,
+)
+from alter_publish.pipeline.build import Layout, ZonePlan, dnssec_summary
+from alter_publish.pipeline.context import RunContext
+from alter_publish.pipeline.fingerprint import (
+    Fingerprint,
+    Inputs,
+    fingerprint_path,
+    forget,
+    handle_key_lines,
+    inputs_for,
+)
+from alter_publish.pipeline.incremental import (
+    Entries,
+    Memo,
+    memo_path,
+    split_entries,
+)
+from alter_publish.pipeline.paths import default_templates_dir, ds_path, output_paths
+from alter_publish.pipeline.render import (
+    SignedHandle,
+)
+
+
+def fingerprint_inputs(
+    ctx: RunContext,
+    definition: Path,
+    origin: str,
+    zone_keys_dir: str,
+    handle_keys: Sequence[tuple[str, int]],
+    definition_text: str | None = None,
+) -> Inputs:
+    """The :class:`Inputs` a run of ``definition`` (zone ``origin``) into ``ctx.out`` has."""
+    zone_file, envelopes_file = output_paths(ctx.out, origin)
+    return inputs_for(
+        definition,
+        templates=ctx.templates,
+        content_files=(
+            revocations_path_for(definition),
+            log_path_for(definition),
+            state_path_for(definition),
+        ),
+        zone_keys_dir=zone_keys_dir,
+        handle_keys=handle_keys,
+        outputs=(zone_file, envelopes_file, ds_path(ctx.out, origin)),
+        options=ctx.options,
+        definition_text=definition_text,
+        digests=ctx.digests,
+    )
+
+
+def valid_span(
+    signed: Sequence[SignedHandle], window: SignatureWindow | None, spec: ZoneSpec
+) -> tuple[int, int]:
+    """The ``now`` values at which a new run would reuse every envelope of ``signed``
+    and every RRSIG made in ``window``."""
+    start = max((item.envelope.signed_at for item in signed), default=0)
+    start -= CLOCK_SKEW_SECONDS
+    stop = SERIAL_MAX * 2
+    for item in signed:
+        envelope = item.envelope
+        if envelope.expires_at is not None:
+            lifetime = envelope.expires_at - envelope.signed_at
+            stop = min(stop, envelope.expires_at - spec.renew_window(lifetime))
+    if window is not None:
+        start = max(start, window.inception)
+        stop = min(stop, window.expiration - spec.dnssec.refresh)
+    return start, stop
+
+
+def record_fingerprint(ctx: RunContext, plan: ZonePlan, source: str) -> list[str]:
+    """After a written run: record it (``source``: the definition's text as read) if
+    proven (``ctx.verify``), else drop any older record.
+
+    Returns:
+        The handles' key ``stat`` lines it recorded (none when not proven).
+    """
+    spec = plan.spec
+    path = fingerprint_path(ctx.out, spec.path)
+    if not ctx.verify:
+        forget(path)
+        return []
+    handle_keys = tuple(
+        (ctx.keys.handle_dir_text(spec.origin, item.spec.handle), item.envelope.epoch)
+        for item in plan.signed
+    )
+    signed_zone = plan.signed_zone
+    summary = {
+        "warnings": list(spec.warnings()),
+        "serial": plan.state.serial,
+        "ds": list(signed_zone.ds_text.splitlines()) if signed_zone else [],
+        "dnssec": dnssec_summary(plan),
+    }
+    handle_lines = handle_key_lines(handle_keys, jobs=ctx.jobs)
+    span = valid_span(plan.signed, plan.state.signatures, spec)
+    write_fingerprint(ctx, spec, source, handle_keys, handle_lines, span, summary)
+    return handle_lines
+
+
+def write_fingerprint(
+    ctx: RunContext,
+    spec: ZoneSpec,
+    source: str,
+    handle_keys: tuple[tuple[str, int], ...],
+    handle_lines: Sequence[str],
+    span: tuple[int, int],
+    summary: Mapping[str, Any],
+) -> None:
+    """Record a proven, written run of ``spec`` (see :mod:`fingerprint`)."""
+    zone_keys_dir = str(ctx.keys.zones.directory(spec.origin))
+    inputs = fingerprint_inputs(ctx, spec.path, spec.origin, zone_keys_dir, handle_keys, source)
+    Fingerprint(
+        digest=inputs.digest(handle_lines),
+        valid_from=span[0],
+        valid_until=span[1],
+        zone=spec.origin,
+        zone_keys_dir=zone_keys_dir,
+        handle_keys=handle_keys,
+        summary=summary,
+    ).write(fingerprint_path(ctx.out, spec.path))
+
+
+def shipped_templates(templates: Path) -> bool:
+    """True when ``templates`` holds exactly the templates alter-publish ships (the
+    layout :mod:`incremental` patches is theirs)."""
+    try:
+        ours = {path.name: path.read_bytes() for path in default_templates_dir().glob("*.j2")}
+        theirs = {path.name: path.read_bytes() for path in templates.glob("*.j2")}
+    except OSError:
+        return False
+    return bool(ours) and ours == theirs
+
+
+#: What stands before the serial in the last part of the envelopes document.
+_ENVELOPES_SERIAL_PREFIX = '],\n  "serial": '
+
+
+def base_digest(ctx: RunContext, definition: Path, origin: str, entries: Entries) -> str:
+    """The digest of everything but the handle entries and keys (see ``Inputs.base_digest``)."""
+    zone_keys_dir = str(ctx.keys.zones.directory(origin))
+    inputs = fingerprint_inputs(ctx, definition, origin, zone_keys_dir, ())
+    return inputs.base_digest(entries.header)
+
+
+def record_memo(
+    ctx: RunContext,
+    plan: ZonePlan,
+    source: str,
+    handle_lines: Sequence[str],
+    envelope_starts: Sequence[int],
+) -> None:
+    """After a written full run: leave the memo the next run may patch from (none unless
+    proven with the shipped templates)."""
+    path = memo_path(ctx.out, plan.spec.path)
+    memo = None
+    if ctx.verify and plan.layout is not None and shipped_templates(ctx.templates):
+        memo = _full_memo(plan, split_entries(source), plan.layout, handle_lines, envelope_starts)
+    if memo is None:
+        forget(path)
+        return
+    base = base_digest(ctx, plan.spec.path, plan.spec.origin, memo[1])
+    dataclasses.replace(memo[0], base=base).write(path)
+
+
+def _full_memo(
+    plan: ZonePlan,
+    entries: Entries | None,
+    layout: Layout,
+    handle_lines: Sequence[str],
+    envelope_starts: Sequence[int],
+) -> tuple[Memo, Entries] | None:
+    spec = plan.spec
+    count = len(plan.signed)
+    if entries is None or len(entries.texts) != count or len(envelope_starts) != count + 3:
+        return None
+    if len({item.spec.owner for item in plan.signed}) != count:
+        return None  # handles sharing an owner share one rrset: only a full run signs it
+    blocks: list[int] = []
+    apex = (0, 0)
+    if plan.signed_zone is not None:
+        base = layout.rendered_end + len(plan.zone_text[1].encode())
+        found = plan.signed_zone.blocks
+        try:
+            for item in plan.signed:
+                start, end = found[labels_of(item.spec.owner)]
+                blocks += (base + start, base + end)
+            start, end = found[labels_of(spec.origin + ".")]
+        except KeyError:
+            return None
+        apex = (base + start, base + end)
+    memo = Memo(
+        zone=spec.origin,
+        base="",
+        refs=tuple(item.spec.handle.ref for item in plan.signed),
+        entries=entries.texts,
+        keys=tuple(handle_lines),
+        ttls=tuple(item.spec.ttl for item in plan.signed),
+        log=plan.log_frontier,
+        serial=plan.state.serial,
+        serial_at=layout.serial_at,
+        rendered_end=layout.rendered_end,
+        segments=layout.segments,
+        blocks=tuple(blocks),
+        apex=apex,
+        envelopes=tuple(envelope_starts[1 : count + 2]),
+        envelopes_serial_at=envelope_starts[count + 2] + len(_ENVELOPES_SERIAL_PREFIX),
+    )
+    return memo, entries

@@ -1,0 +1,56 @@
+"""The first strategy: nothing changed since the last proven run, so nothing is done."""
+
+from __future__ import annotations
+
+import time
+from dataclasses import dataclass
+
+from alter_publish.pipeline.context import ProvenRun, RunContext, ZoneStart
+from alter_publish.pipeline.memory import fingerprint_inputs
+from alter_publish.pipeline.reports import ZoneResult, zone_result
+
+
+@dataclass(frozen=True, slots=True)
+class Unchanged:
+    """A zone nothing changed for: its result (from the record) and its warnings."""
+
+    result: ZoneResult
+    warnings: tuple[str, ...]
+    rank = 0
+    origin = None
+    proven = True
+
+    def prove(self, ctx: RunContext) -> ProvenRun:
+        """Nothing to prove."""
+        return self
+
+    def commit(self, ctx: RunContext, committed: bool) -> ZoneResult:
+        """Nothing to write."""
+        return self.result
+
+
+def unchanged(ctx: RunContext, start: ZoneStart) -> Unchanged | None:
+    """The run of a zone whose inputs and outputs are as its last proven run left them,
+    inside the span of ``now`` its record holds for (see :mod:`fingerprint`); None when
+    anything differs (or there is no record)."""
+    record = start.record
+    if record is None:
+        return None
+    inputs = fingerprint_inputs(
+        ctx, start.definition, record.zone, record.zone_keys_dir, record.handle_keys
+    )
+    if not record.holds(inputs.digest(start.handle_lines), ctx.now):
+        return None
+    summary = record.summary
+    result = zone_result(
+        ctx.out,
+        record.zone,
+        serial=int(summary["serial"]),
+        handles=len(record.handle_keys),
+        signed=0,
+        timings=(("unchanged", time.perf_counter() - start.started),),
+        ds=tuple(str(line) for line in summary.get("ds", ())),
+        dnssec=summary.get("dnssec"),
+        unchanged=True,
+    )
+    return Unchanged(result, tuple(str(warning) for warning in summary.get("warnings", ())))

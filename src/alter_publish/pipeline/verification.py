@@ -1,0 +1,182 @@
+"""``verify``: prove already-rendered output, on the loopback server or a real one."""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Sequence
+from pathlib import Path
+
+import dns.zone
+
+from alter_publish.definition.model import (
+    ZoneSpec,
+    load_zone,
+)
+from alter_publish.definition.state import SerialState, state_path_for, zone_sha256
+from alter_publish.dns.anchors import TrustAnchor, read_trust_anchors
+from alter_publish.dns.zonetext import parse_zone_text
+from alter_publish.errors import (
+    AlterError,
+    RenderError,
+    VerificationError,
+)
+from alter_publish.format.envelope import (
+    Envelope,
+    parse_envelope,
+)
+from alter_publish.format.identitylog import (
+    log_path_for,
+    read_log,
+)
+from alter_publish.keys.lifecycle import (
+    LogIndex,
+)
+from alter_publish.pipeline.chain import handle_expectation
+from alter_publish.pipeline.paths import ds_path, output_paths
+from alter_publish.pipeline.reports import VerifyReport
+from alter_publish.verify.proof import (
+    ProofReport,
+    check_answers,
+    prove_served,
+    prove_zone,
+)
+from alter_publish.verify.zonecheck import ZONE_CHECK_CATEGORY, check_zone
+
+
+def read_expected(envelopes_file: Path) -> dict[str, tuple[Envelope, tuple[str, ...]]]:
+    """Handle-ref -> (signed envelope, revocation texts) from ``<zone>.envelopes.json``.
+
+    Raises:
+        RenderError: missing, unreadable or not an envelopes document.
+    """
+    try:
+        doc = json.loads(envelopes_file.read_text(encoding="utf-8"))
+        return {
+            str(item["handle"]): (
+                parse_envelope(str(item["text"])),
+                tuple(str(text) for text in item.get("revocations", ())),
+            )
+            for item in doc["handles"]
+        }
+    except FileNotFoundError as exc:
+        raise RenderError(
+            "not found; run 'alter-publish sign' first", where=str(envelopes_file)
+        ) from exc
+    except (OSError, ValueError, KeyError, TypeError, AlterError) as exc:
+        raise RenderError(f"not an envelopes document ({exc})", where=str(envelopes_file)) from exc
+
+
+def read_zone_file(path: Path, origin: str) -> dns.zone.Zone:
+    """Read and parse a rendered zone file.
+
+    Raises:
+        RenderError: missing, unreadable or not a valid zone (names the line).
+    """
+    try:
+        text = path.read_text(encoding="utf-8")
+    except FileNotFoundError as exc:
+        raise RenderError("not found; run 'alter-publish sign' first", where=str(path)) from exc
+    except (OSError, UnicodeDecodeError) as exc:
+        raise RenderError(f"cannot read: {exc}", where=str(path)) from exc
+    return parse_zone_text(text, origin, where=str(path))
+
+
+def verify(
+    zone_files: Sequence[Path],
+    *,
+    out: Path,
+    now: int,
+    trust_anchors: Path | None = None,
+    server: tuple[str, int] | None = None,
+    allow_insecure: bool = False,
+) -> VerifyReport:
+    """Prove already-rendered output: serve ``<out>/<zone>.zone`` and verify every handle.
+
+    Unless a handle failed the proof, the whole zone file is then checked
+    (:func:`alter_publish.verify.zonecheck.check_zone`): every RRSIG, the TTLs they sign and the
+    NSEC/NSEC3 chain, then its SHA-256 against the one ``sign`` recorded in the zone's
+    state file. The first record found wrong fails the run.
+
+    With ``server`` the proof runs against that name server instead (BIND, Knot, NSD,
+    a provider): what it serves must be what ``sign`` wrote to
+    ``<out>/<zone>.envelopes.json``. DNSSEC zones are validated to ``trust_anchors``
+    (DS or DNSKEY records), by default the ``<out>/<zone>.ds`` that ``sign`` wrote;
+    ``allow_insecure`` accepts unsigned answers (a server that does not sign).
+
+    Raises:
+        DefinitionError: a zone definition is wrong.
+        RenderError: an output file is missing or broken.
+        UsageError: a trust anchor file is missing or not DS/DNSKEY records.
+        ServeError: the loopback server could not start.
+        ResolveError: ``server`` gives no usable answer (down, or refusing the zone).
+        VerificationError: the zone file is not the one ``sign`` proved (names the record).
+    """
+    proofs: list[ProofReport] = []
+    warnings: list[str] = []
+    given = read_trust_anchors(trust_anchors) if trust_anchors else None
+    for path in zone_files:
+        spec = load_zone(path)
+        warnings.extend(spec.warnings())
+        zone_file, envelopes_file = output_paths(out, spec.origin)
+        anchors: tuple[TrustAnchor, ...] = ()
+        if given is not None:
+            anchors = given
+        elif spec.dnssec.enabled and not allow_insecure:
+            anchors = read_trust_anchors(ds_path(out, spec.origin))
+        index = LogIndex(read_log(log_path_for(spec.path)))
+        expected = read_expected(envelopes_file)
+        expectations = {
+            handle_spec.handle.ref: handle_expectation(handle_spec, envelope, revocations, index)
+            for handle_spec in spec.handles
+            if handle_spec.handle.ref in expected
+            for envelope, revocations in [expected[handle_spec.handle.ref]]
+        }
+        if server is None:
+            zone = read_zone_file(zone_file, spec.origin)
+            proof = prove_zone(zone, spec, expectations, now=now, anchors=anchors)
+            proofs.append(proof)
+            # A handle that failed is reported as the proof found it; when only the denial
+            # probe failed, the zone check names the record (the SOA, the chain) at fault.
+            if all(result.ok for result in proof.results):
+                _check_zone_file(zone, zone_file, spec, now)
+        else:
+            check_answers(server, spec.origin, now=now)
+            secure = False if allow_insecure else None
+            proofs.append(
+                prove_served(server, spec, expectations, now=now, anchors=anchors, secure=secure)
+            )
+    return VerifyReport(proofs=tuple(proofs), warnings=tuple(warnings))
+
+
+def _check_zone_file(
+    zone: dns.zone.Zone,
+    zone_file: Path,
+    spec: ZoneSpec,
+    now: int,
+) -> None:
+    """The whole-zone check of :func:`verify`: signatures and chain, then the digest.
+
+    Raises:
+        VerificationError: names the first record (or the file) not as ``sign`` proved it.
+        RenderError: the state file or the zone file cannot be read.
+    """
+    check_zone(zone, dnssec=spec.dnssec, now=now, where=str(zone_file))
+    state_path = state_path_for(spec.path)
+    state = SerialState.read(state_path)
+    if state is None or state.zone_sha256 is None:
+        return  # signed before alter-publish recorded the digest
+    try:
+        digest = zone_sha256((zone_file.read_bytes(),))
+    except OSError as exc:
+        raise RenderError(f"cannot read: {exc.strerror}", where=str(zone_file)) from exc
+    if digest != state.zone_sha256:
+        raise VerificationError(
+            f"not the zone file sign wrote (its SHA-256 is not the one in {state_path}); "
+            + (
+                "every record verifies, so it was re-signed or edited outside alter-publish"
+                if spec.dnssec.enabled
+                else "the zone is unsigned, so no record can say which line changed"
+            ),
+            where=str(zone_file),
+            category=ZONE_CHECK_CATEGORY,
+        )

@@ -1,0 +1,264 @@
+"""The pieces of ``sign``: render, commit (the write order) and the reuse strategies.
+
+Real workspaces in tmp_path (the shipped example zone, real keys), no mocks.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from pathlib import Path
+
+import dns.rdatatype
+import pytest
+
+from alter_publish.definition.model import load_zone
+from alter_publish.definition.state import SerialState, state_path_for
+from alter_publish.dns.zonetext import parse_zone_text
+from alter_publish.keys.store import KeyStore
+from alter_publish.pipeline import default_templates_dir, output_paths, sign
+from alter_publish.pipeline.build import find_layout, render
+from alter_publish.pipeline.commit import Text, Writes, commit
+from alter_publish.pipeline.context import RunContext, ZoneStart
+from alter_publish.pipeline.full import Loaded, Planned, full
+from alter_publish.pipeline.patch import Patched, patched
+from alter_publish.pipeline.plan import plan_zone
+from alter_publish.pipeline.reports import Stopwatch
+from alter_publish.pipeline.unchanged import Unchanged, unchanged
+from tests.conftest import NOW, Workspace
+
+ZONE = "example.com"
+MINUTE = 60
+
+
+def _ctx(
+    ws: Workspace,
+    now: int = NOW,
+    *,
+    create_keys: bool = False,
+    verify: bool = True,
+    check: bool = False,
+    incremental: bool = True,
+) -> RunContext:
+    return RunContext(
+        out=ws.out,
+        keys=ws.keys,
+        templates=default_templates_dir(),
+        now=now,
+        create_keys=create_keys,
+        verify=verify,
+        check=check,
+        incremental=incremental,
+    )
+
+
+def _signed(ws: Workspace) -> Workspace:
+    """The example zone signed once (keys created): the last proven run."""
+    report = sign([ws.zone_file], out=ws.out, keys=ws.keys, now=NOW, create_keys=True)
+    assert report.ok
+    return ws
+
+
+def _outputs(ws: Workspace) -> dict[str, bytes]:
+    return {
+        str(path.relative_to(ws.root)): path.read_bytes()
+        for path in sorted(ws.root.rglob("*"))
+        if path.is_file() and "keys" not in path.parts
+    }
+
+
+def _edit_drew(ws: Workspace) -> None:
+    text = ws.zone_file.read_text()
+    assert "  - ~drew\n" in text
+    ws.zone_file.write_text(
+        text.replace("  - ~drew\n", "  - {handle: ~drew, resolver: 'https://example.com/d'}\n")
+    )
+
+
+# --- render ------------------------------------------------------------------------
+
+
+def test_render_gives_zone_text_with_every_handle_and_the_serial(workspace: Workspace) -> None:
+    ctx = _ctx(workspace, create_keys=True)
+    spec = load_zone(workspace.zone_file)
+    plan = plan_zone(ctx, spec, Stopwatch())
+    rendered = render(ctx, spec, plan.signed, None, None, ())
+    assert rendered.serial == NOW  # no state yet: the serial is the time
+    zone = parse_zone_text(rendered.text, ZONE, where="test")
+    soa = zone.find_rdataset("@", dns.rdatatype.SOA)[0]
+    assert soa.serial == NOW
+    for item in plan.signed:
+        txt = zone.find_rdataset(item.spec.owner, dns.rdatatype.TXT)
+        assert b"".join(txt[0].strings).decode() == item.envelope.to_text()
+
+
+def test_render_digest_is_the_content_not_the_serial(workspace: Workspace) -> None:
+    ctx = _ctx(workspace, create_keys=True)
+    spec = load_zone(workspace.zone_file)
+    signed = plan_zone(ctx, spec, Stopwatch()).signed
+    first = render(ctx, spec, signed, None, None, ())
+    later = render(dataclasses.replace(ctx, now=NOW + MINUTE), spec, signed, None, None, ())
+    assert (first.serial, later.serial) == (NOW, NOW + MINUTE)
+    assert first.digest == later.digest
+    kept = SerialState(serial=first.serial, digest=first.digest)
+    assert render(ctx, spec, signed, kept, None, ()).serial == first.serial  # same content
+
+
+def test_render_layout_points_at_each_handles_lines(workspace: Workspace) -> None:
+    ctx = _ctx(workspace, create_keys=True)
+    spec = load_zone(workspace.zone_file)
+    signed = plan_zone(ctx, spec, Stopwatch()).signed
+    rendered = render(ctx, spec, signed, None, None, ())
+    layout = rendered.layout
+    assert layout is not None
+    data = rendered.text.encode()
+    assert data[layout.serial_at :].startswith(str(NOW).encode())
+    assert len(layout.segments) == len(signed) + 1
+    for item, start, end in zip(signed, layout.segments, layout.segments[1:], strict=False):
+        assert item.spec.owner.encode() in data[start:end]
+    assert find_layout(rendered.text, -1, ()) is None  # no serial found: not as shipped
+
+
+# --- commit ------------------------------------------------------------------------
+
+
+def _writes(ws: Workspace, events: list[tuple[str, bool]], ds: bytes | None) -> Writes:
+    zone_file, _ = output_paths(ws.out, ZONE)
+
+    def append_log() -> None:
+        events.append(("log", state_path_for(ws.zone_file).exists() or zone_file.exists()))
+
+    return Writes(
+        definition=ws.zone_file,
+        zone=ZONE,
+        log_path=ws.log,
+        append_log=append_log,
+        state=SerialState(serial=7, digest="d"),
+        zone_file=Text(("zone 1\n", "zone 2\n")),
+        envelopes_file=Text(('{"handles": []}\n',)),
+        ds=ds,
+    )
+
+
+def test_commit_writes_the_log_first_then_state_then_outputs(workspace: Workspace) -> None:
+    events: list[tuple[str, bool]] = []
+    written = commit(_ctx(workspace), _writes(workspace, events, b"ds\n"))
+    assert events == [("log", False)]  # the log before any other file
+    zone_file, envelopes_file = output_paths(workspace.out, ZONE)
+    state = state_path_for(workspace.zone_file)
+    ds_file = workspace.out / f"{ZONE}.ds"
+    assert written == [str(p) for p in (workspace.log, state, zone_file, envelopes_file, ds_file)]
+    assert zone_file.read_text() == "zone 1\nzone 2\n"
+    assert SerialState.read(state) == SerialState(serial=7, digest="d")
+    assert commit(_ctx(workspace), dataclasses.replace(_writes(workspace, [], b"ds\n"))) == [
+        str(workspace.log)  # the same bytes again: only the (appended) log is written
+    ]
+
+
+def test_a_check_run_writes_nothing_but_says_what_it_would(workspace: Workspace) -> None:
+    events: list[tuple[str, bool]] = []
+    written = commit(_ctx(workspace, check=True), _writes(workspace, events, b"ds\n"))
+    assert events == []
+    assert len(written) == 5
+    assert not workspace.out.exists()
+    assert not state_path_for(workspace.zone_file).exists()
+
+
+@pytest.mark.parametrize("check", [False, True], ids=["write", "check"])
+def test_commit_removes_a_stale_ds_of_an_unsigned_zone(workspace: Workspace, check: bool) -> None:
+    ds_file = workspace.out / f"{ZONE}.ds"
+    ds_file.parent.mkdir()
+    ds_file.write_text("stale\n")
+    written = commit(_ctx(workspace, check=check), _writes(workspace, [], b""))
+    said = "would be removed" if check else "removed"
+    assert written[-1] == f"{ds_file} ({said}: the zone is unsigned)"
+    assert ds_file.exists() == check
+
+
+def test_nothing_is_written_when_a_proof_failed(workspace: Workspace) -> None:
+    ctx = _ctx(workspace, create_keys=True)
+    run = full(ctx, ZoneStart.read(ctx, workspace.zone_file)).prove(ctx)
+    assert isinstance(run, Planned)
+    assert run.proven
+    result = run.commit(ctx, False)  # another zone's proof failed
+    assert result.written == ()
+    assert not workspace.out.exists()
+    assert not workspace.log.exists()
+
+
+# --- strategies --------------------------------------------------------------------
+
+
+def test_without_a_record_only_the_full_run_applies(workspace: Workspace) -> None:
+    ctx = _ctx(workspace)
+    start = ZoneStart.read(ctx, workspace.zone_file)
+    assert start.record is None
+    assert unchanged(ctx, start) is None
+    assert patched(ctx, start) is None
+    assert isinstance(full(ctx, start), Loaded)
+
+
+def test_unchanged_when_nothing_changed(workspace: Workspace) -> None:
+    ws = _signed(workspace)
+    before = _outputs(ws)
+    ctx = _ctx(ws, now=NOW + MINUTE)
+    run = unchanged(ctx, ZoneStart.read(ctx, ws.zone_file))
+    assert isinstance(run, Unchanged)
+    result = run.commit(ctx, True)
+    assert result.unchanged
+    assert (result.signed, result.written) == (0, ())
+    assert _outputs(ws) == before
+
+
+@pytest.mark.parametrize(
+    "change",
+    ["definition", "output", "options", "incremental-off"],
+)
+def test_unchanged_returns_none_when_an_input_changed(workspace: Workspace, change: str) -> None:
+    ws = _signed(workspace)
+    ctx = _ctx(ws, now=NOW + MINUTE)
+    if change == "definition":
+        _edit_drew(ws)
+    elif change == "output":
+        ws.rendered.write_text(ws.rendered.read_text() + "; edited\n")
+    elif change == "options":
+        ctx = _ctx(ws, now=NOW + MINUTE, verify=False)  # other options: another fingerprint
+    else:
+        ctx = _ctx(ws, now=NOW + MINUTE, incremental=False)
+    assert unchanged(ctx, ZoneStart.read(ctx, ws.zone_file)) is None
+
+
+def test_unchanged_returns_none_once_something_falls_due(workspace: Workspace) -> None:
+    ws = _signed(workspace)
+    ctx = _ctx(ws, now=NOW + 40 * 86400)  # envelopes and RRSIGs due for renewal
+    assert unchanged(ctx, ZoneStart.read(ctx, ws.zone_file)) is None
+
+
+def test_patched_takes_just_the_handle_edited(workspace: Workspace) -> None:
+    ws = _signed(workspace)
+    _edit_drew(ws)
+    ctx = _ctx(ws, now=NOW + MINUTE)
+    start = ZoneStart.read(ctx, ws.zone_file)
+    assert unchanged(ctx, start) is None
+    run = patched(ctx, start)
+    assert isinstance(run, Patched)
+    assert run.proven
+    result = run.commit(ctx, True)
+    assert result.patched == ("~drew",)
+    assert "https://example.com/d" in ws.rendered.read_text()
+
+
+def test_patched_declines_without_a_proof_or_when_nothing_changed(workspace: Workspace) -> None:
+    ws = _signed(workspace)
+    ctx = _ctx(ws, now=NOW + MINUTE)
+    assert patched(ctx, ZoneStart.read(ctx, ws.zone_file)) is None  # nothing to patch
+    _edit_drew(ws)
+    unproven = _ctx(ws, now=NOW + MINUTE, verify=False)
+    assert patched(unproven, ZoneStart.read(unproven, ws.zone_file)) is None
+
+
+def test_run_context_options_name_what_decides_the_outputs(tmp_path: Path) -> None:
+    ctx = RunContext(
+        out=tmp_path / "out", keys=KeyStore(tmp_path / "keys"), templates=tmp_path, now=NOW
+    )
+    assert ctx.options == f"{(tmp_path / 'out').resolve()} {tmp_path.resolve()} verify=True"
+    assert ctx.digests == {}
