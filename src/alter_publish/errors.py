@@ -17,6 +17,7 @@ EXIT_OUTPUT = 5
 EXIT_NETWORK = 6
 EXIT_DRIFT = 7  # not an error: --check (or plan) found changes to make
 EXIT_INTERNAL = 70
+EXIT_INTERRUPTED = 130  # Ctrl-C or SIGTERM (128 + SIGINT, as shells report it)
 
 #: Categories of spec section 6 and 7, in the order the checks run.
 VERIFICATION_CATEGORIES = (

@@ -104,6 +104,10 @@ def _replace(
         with contextlib.suppress(OSError):
             Path(tmp).unlink()
         raise error(f"cannot write: {exc.strerror}", where=str(path)) from exc
+    except BaseException:  # an interrupt: leave no temporary file behind
+        with contextlib.suppress(OSError):
+            Path(tmp).unlink()
+        raise
     return True
 
 

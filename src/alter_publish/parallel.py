@@ -14,13 +14,19 @@ task through a callback, so long stages can drive a progress bar.
 
 from __future__ import annotations
 
+import contextlib
 import gc
 import multiprocessing
+import multiprocessing.connection
 import multiprocessing.pool
 import os
+import signal
+import threading
 from collections.abc import Callable, Iterable, Iterator
 from types import TracebackType
 from typing import Any, Protocol, TypeVar
+
+from alter_publish.interrupts import quiet_worker, starting_workers
 
 T = TypeVar("T")
 R = TypeVar("R")
@@ -78,16 +84,37 @@ def ranges(count: int, size: int = CHUNK_ITEMS) -> list[tuple[int, int]]:
     return [(start, min(start + size, count)) for start in range(0, count, size)]
 
 
+#: How long ending a pool may wait for a worker before it is killed.
+TERMINATE_GRACE_SECONDS = 5.0
+
 _SHARED: list[Any] = [None]
+
+
+def _kill_after_grace(
+    processes: tuple[multiprocessing.process.BaseProcess, ...], ended: threading.Event
+) -> None:
+    """Watchdog of :meth:`Workers.close`: SIGKILL the workers left after the grace time
+    (the pool holds its queue locks by then: killing cannot leave one taken)."""
+    if ended.wait(TERMINATE_GRACE_SECONDS):
+        return
+    with contextlib.suppress(OSError, ValueError):  # a sentinel closed: it ended meanwhile
+        # A sentinel is ready once its process ended (reaped or not): those pids may be
+        # another process's by now, and are left alone.
+        done = set(multiprocessing.connection.wait([p.sentinel for p in processes], 0))
+        for process in processes:
+            if process.sentinel not in done and process.pid is not None:
+                os.kill(process.pid, signal.SIGKILL)
 
 
 def _share(value: Any) -> None:
     """Worker initializer of a fresh interpreter: publish ``value`` as :func:`shared`."""
+    quiet_worker()
     _SHARED[0] = value
 
 
 def _forked(nice: int) -> None:
     """Forked worker initializer: no garbage collection (see ``Workers``), ``nice``."""
+    quiet_worker()
     gc.disable()
     if nice:
         os.nice(nice)
@@ -130,6 +157,22 @@ class Workers:
         if size is not None and size < PARALLEL_MIN_ITEMS:
             jobs = 1
         self._pool: multiprocessing.pool.Pool | None = None
+        self._processes: tuple[multiprocessing.process.BaseProcess, ...] = ()
+        # Workers start deaf to Ctrl-C (a terminal sends it to them too): the parent
+        # alone decides what it means, and ends them.
+        try:
+            with starting_workers(fresh=fresh and jobs > 1):
+                self._start(jobs, shared, fresh=fresh, nice=nice)
+        except BaseException:
+            self.close()  # a signal held while starting is delivered here: no pool left over
+            raise
+
+    def _start(self, jobs: int, shared: Any, *, fresh: bool, nice: int) -> None:
+        before = set(multiprocessing.active_children())
+        self._create(jobs, shared, fresh=fresh, nice=nice)
+        self._processes = tuple(set(multiprocessing.active_children()) - before)
+
+    def _create(self, jobs: int, shared: Any, *, fresh: bool, nice: int) -> None:
         if jobs > 1 and fresh:
             self._pool = multiprocessing.get_context("spawn").Pool(
                 jobs, initializer=_share, initargs=(shared,)
@@ -157,10 +200,23 @@ class Workers:
         self.close()
 
     def close(self) -> None:
-        """End the worker processes and drop the shared value."""
+        """End the worker processes and drop the shared value.
+
+        A worker still there :data:`TERMINATE_GRACE_SECONDS` after the pool sent it
+        SIGTERM is killed (seen after Ctrl-C: a worker that never acted on its SIGTERM
+        kept the pool, and the interrupted run, waiting for good).
+        """
         if self._pool is not None:
-            self._pool.terminate()
-            self._pool.join()
+            ended = threading.Event()
+            watchdog = threading.Thread(
+                target=_kill_after_grace, args=(self._processes, ended), daemon=True
+            )
+            watchdog.start()
+            try:
+                self._pool.terminate()
+                self._pool.join()
+            finally:
+                ended.set()
             self._pool = None
         _SHARED[0] = None
 

@@ -7,8 +7,10 @@ module of its topic and is listed here, in the order ``--help`` shows it.
 
 from __future__ import annotations
 
+import signal
 import sys
 from collections.abc import Sequence
+from types import FrameType
 from typing import Annotated, Any, Final
 
 import typer
@@ -17,6 +19,7 @@ from alter_publish.cli import dnssec, handles, init, publish, resolve, sign
 from alter_publish.cli.output import FailureError
 from alter_publish.errors import (
     EXIT_INTERNAL,
+    EXIT_INTERRUPTED,
     EXIT_OK,
     EXIT_USAGE,
     AlterError,
@@ -200,8 +203,24 @@ def _split_debug(args: Sequence[str]) -> tuple[list[str], bool]:
     return [*kept, *args[end:]], len(kept) < end
 
 
+def _terminate(signum: int, frame: FrameType | None) -> None:
+    """SIGTERM takes Ctrl-C's path: writes in progress finish, then exit 130."""
+    raise KeyboardInterrupt
+
+
 def main(argv: list[str] | None = None) -> None:
     """Entry point: run the app and map every error to one line and an exit code."""
+    signal.signal(signal.SIGTERM, _terminate)
+    try:
+        _main(argv)
+    finally:
+        # The outcome is decided: a signal during the interpreter's exit changes nothing
+        # (and would print an "Exception ignored" traceback).
+        signal.signal(signal.SIGINT, signal.SIG_IGN)
+        signal.signal(signal.SIGTERM, signal.SIG_IGN)
+
+
+def _main(argv: list[str] | None) -> None:
     args, debug = _split_debug((sys.argv[1:] if argv is None else argv) or ["--help"])
     command = cli_command()
     try:
@@ -217,7 +236,7 @@ def main(argv: list[str] | None = None) -> None:
         sys.exit(error.exit_code)
     except typer.Abort:
         typer.echo("alter-publish: aborted", err=True)
-        sys.exit(130)
+        sys.exit(EXIT_INTERRUPTED)
     except typer.TyperException as error:  # usage errors: bad option, missing argument
         if debug:
             raise
@@ -227,7 +246,7 @@ def main(argv: list[str] | None = None) -> None:
         sys.exit(EXIT_USAGE)
     except KeyboardInterrupt:
         typer.echo("alter-publish: interrupted", err=True)
-        sys.exit(130)
+        sys.exit(EXIT_INTERRUPTED)
     except Exception as error:
         if debug:
             raise
@@ -237,4 +256,6 @@ def main(argv: list[str] | None = None) -> None:
             err=True,
         )
         sys.exit(EXIT_INTERNAL)
+    if code == EXIT_INTERRUPTED:  # typer turns KeyboardInterrupt into a bare exit 130
+        typer.echo("alter-publish: interrupted", err=True)
     sys.exit(code if isinstance(code, int) else EXIT_OK)

@@ -35,6 +35,7 @@ from alter_publish.format.envelope import (
 )
 from alter_publish.format.handles import Handle, parse_handle
 from alter_publish.format.identitylog import IdentityLog, log_path_for, read_log
+from alter_publish.interrupts import deferred_interrupts
 from alter_publish.keys.store import Continuity, HandleKey, KeyStore, Rotation
 
 REVOCATIONS_FORMAT = "alter-publish/revocations/1"
@@ -365,15 +366,22 @@ def rotate(
     keys.check_new(spec.origin, handle, epoch + 1, secret_out=secret_out)  # before any write
     revocations_file = revocations_path_for(spec.path)
     before = revocations_file.read_bytes() if revocations_file.exists() else None
-    if revocation is not None:
-        add_revocation(revocations_file, RevocationEntry(revocation, now, f"rotate --{mode}"))
-    try:
-        key = keys.generate(spec.origin, handle, epoch + 1, secret_out=secret_out)
-        rotation = Rotation(epoch + 1, now, str(mode), continuity, key.public_key)
-        keys.write_rotation(spec.origin, handle, rotation)
-    except AlterError:
-        _restore(revocations_file, before)  # a failed rotation queues nothing
-        raise
+
+    def rotation_of(public_key: bytes) -> Rotation:
+        return Rotation(epoch + 1, now, str(mode), continuity, public_key)
+
+    # The revocation and the new epoch go together: SIGINT and SIGTERM wait for both.
+    with deferred_interrupts():
+        if revocation is not None:
+            add_revocation(revocations_file, RevocationEntry(revocation, now, f"rotate --{mode}"))
+        try:
+            key = keys.generate(
+                spec.origin, handle, epoch + 1, secret_out=secret_out, rotation=rotation_of
+            )
+        except AlterError:
+            _restore(revocations_file, before)  # a failed rotation queues nothing
+            raise
+    rotation = rotation_of(key.public_key)
     written_secret = secret_out or keys.paths(spec.origin, handle, epoch + 1)[1]
     return RotateResult(handle, epoch, key, rotation, revocation, written_secret)
 
@@ -438,7 +446,7 @@ class EpochStatus:
 
     epoch: int
     key_id: str | None
-    state: str  # active, retired, revoked
+    state: str  # active, retired, revoked, or unfinished (cut short before its key)
     published: bool
     revocation: str | None  # None, "pending" (queued) or "published"
     continuity: str | None  # psig or none for a rotated epoch
@@ -513,9 +521,18 @@ def handle_status(
                 continuity=str(rotation.continuity) if rotation else None,
             )
         )
+    # Files of an epoch a run cut short before writing its key (never published).
+    unfinished = [epoch for epoch in keys.unfinished_epochs(spec.origin, handle) if epoch > current]
+    epochs.extend(EpochStatus(epoch, None, "unfinished", False, None, None) for epoch in unfinished)
     latest = envelopes[-1] if envelopes else None
     expires = latest.expires_at if latest and latest.epoch == current else None
     action, due = _next_action(spec, current, latest, queued, now)
+    if unfinished:
+        remade = "keygen or sign --create-keys" if current == 0 else "the next rotate"
+        action += (
+            f" (epoch {unfinished[0]} was cut short before its key was written; "
+            f"{remade} discards what it left)"
+        )
     return HandleStatus(handle.ref, owner, tuple(epochs), expires, action, due)
 
 

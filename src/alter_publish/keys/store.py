@@ -20,7 +20,7 @@ from __future__ import annotations
 import json
 import os
 import re
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from enum import StrEnum
 from pathlib import Path
@@ -40,6 +40,7 @@ from alter_publish.format.envelope import (
     revocation_commitment,
 )
 from alter_publish.format.handles import Handle
+from alter_publish.interrupts import deferred_interrupts
 from alter_publish.keys.pem import (
     ensure_gitignore,
     load_private_key,
@@ -55,6 +56,9 @@ COMMITMENT_SUFFIX = ".rc"
 ROTATION_SUFFIX = ".json"
 ROTATION_FORMAT = "alter-publish/rotation/1"
 _EPOCH_FILE = re.compile(r"([1-9][0-9]{0,9})\.pem")
+#: The files of an epoch besides its key, and the temporary files of any of them.
+_EPOCH_PART = re.compile(r"([1-9][0-9]{0,9})\.(?:secret|rc|json)")
+_EPOCH_TEMP = re.compile(r"\.([1-9][0-9]{0,9})\.(?:pem|secret|rc|json)\..+\.tmp")
 
 
 @dataclass(frozen=True, slots=True)
@@ -138,16 +142,28 @@ class KeyStore:
         return base / f"{epoch}{PRIVATE_KEY_SUFFIX}", base / f"{epoch}{SECRET_SUFFIX}"
 
     def epochs(self, zone: str, handle: Handle) -> tuple[int, ...]:
-        """Epochs with a private key on disk, ascending."""
+        """Epochs with a private key on disk, ascending.
+
+        Raises:
+            KeyStoreError: the directory exists but cannot be listed.
+        """
+        return tuple(sorted(self._listing(zone, handle)[2]))
+
+    def _listing(self, zone: str, handle: Handle) -> tuple[str, list[str], list[int]]:
+        """(directory, file names, epochs with a key) of a handle.
+
+        Raises:
+            KeyStoreError: the directory exists but cannot be listed.
+        """
+        directory = str(self.handle_dir(zone, handle))
         try:
-            names = os.listdir(self.handle_dir(zone, handle))  # noqa: PTH208 (names only, 100k dirs)
+            names = os.listdir(directory)  # noqa: PTH208 (names only, 100k dirs)
         except FileNotFoundError:
-            return ()
+            names = []
         except OSError as exc:
-            raise KeyStoreError(
-                f"cannot list keys: {exc.strerror}", where=str(self.handle_dir(zone, handle))
-            ) from exc
-        return tuple(sorted(int(m.group(1)) for n in names if (m := _EPOCH_FILE.fullmatch(n))))
+            raise KeyStoreError(f"cannot list keys: {exc.strerror}", where=directory) from exc
+        epochs = [int(m.group(1)) for name in names if (m := _EPOCH_FILE.fullmatch(name))]
+        return directory, names, epochs
 
     @property
     def zones(self) -> ZoneKeyStore:
@@ -171,48 +187,133 @@ class KeyStore:
     ) -> None:
         """Check that :meth:`generate` could write ``epoch`` (nothing is in the way).
 
+        What a run cut short left of ``epoch`` (:meth:`unfinished_epochs`, and a
+        ``secret_out`` holding the secret of that unfinished epoch) is not in the way:
+        :meth:`generate` discards it.
+
         Raises:
-            KeyStoreError: a file for that epoch, or ``secret_out``, exists already.
+            KeyStoreError: ``epoch`` or a later one has a key, or ``secret_out`` exists
+                and is not left over from an unfinished ``epoch``.
         """
-        key_path, secret_path = self.paths(zone, handle, epoch)
-        commitment_path = self.commitment_path(zone, handle, epoch)
-        for path in (key_path, secret_path, commitment_path, secret_out):
-            if path is not None and path.exists():
-                raise KeyStoreError(
-                    f"{handle.ref} epoch {epoch}: exists already; keys are never overwritten",
-                    where=str(path),
-                )
+        key_path = self.paths(zone, handle, epoch)[0]
+        newest = max(self.epochs(zone, handle), default=0)
+        if newest >= epoch:
+            raise KeyStoreError(
+                f"{handle.ref} epoch {epoch}: exists already; keys are never overwritten",
+                where=str(key_path if newest == epoch else self.paths(zone, handle, newest)[0]),
+            )
+        if (
+            secret_out is not None
+            and secret_out.exists()
+            and not self._left_over(zone, handle, epoch, secret_out)
+        ):
+            raise KeyStoreError(
+                f"{handle.ref} epoch {epoch}: exists already; keys are never overwritten",
+                where=str(secret_out),
+            )
+
+    def _left_over(self, zone: str, handle: Handle, epoch: int, secret_out: Path) -> bool:
+        """True when ``secret_out`` holds the secret of an unfinished ``epoch`` (its
+        commitment is the ``.rc`` that epoch left, and it has no key)."""
+        try:
+            rc = self.commitment_path(zone, handle, epoch).read_text(encoding="ascii").strip()
+            text = secret_out.read_text(encoding="ascii").strip()
+            secret = b64url_decode(text, SECRET_OCTETS, tag="secret")
+        except (OSError, UnicodeDecodeError, VerificationError):
+            return False
+        return b64url(revocation_commitment(secret)) == rc
+
+    def unfinished_epochs(self, zone: str, handle: Handle) -> tuple[int, ...]:
+        """Epochs above the newest key that have files but no key: left by a run cut
+        short before the key was written (the next run that makes the epoch discards
+        them). Ascending.
+
+        Raises:
+            KeyStoreError: the directory exists but cannot be listed.
+        """
+        _, names, epochs = self._listing(zone, handle)
+        return tuple(sorted(self._leftovers(names, max(epochs, default=0))))
+
+    @staticmethod
+    def _leftovers(names: Sequence[str], newest: int) -> dict[int, list[str]]:
+        """Epoch -> its files, for the epochs above ``newest`` (which have no key)."""
+        found: dict[int, list[str]] = {}
+        for name in names:
+            match = _EPOCH_PART.fullmatch(name) or _EPOCH_TEMP.fullmatch(name)
+            if match is not None and int(match.group(1)) > newest:
+                found.setdefault(int(match.group(1)), []).append(name)
+        return found
+
+    def _discard_unfinished(
+        self, zone: str, handle: Handle, epoch: int, secret_out: Path | None
+    ) -> None:
+        """Remove what runs cut short left of ``epoch`` and later epochs (no key is among
+        it: those epochs are above the newest key), and a ``secret_out`` of that epoch.
+
+        Raises:
+            KeyStoreError: a file cannot be removed.
+        """
+        directory, names, epochs = self._listing(zone, handle)
+        doomed = [
+            Path(directory, name)
+            for number, files in self._leftovers(names, max(epochs, default=0)).items()
+            if number >= epoch
+            for name in files
+        ]
+        if secret_out is not None and secret_out.exists():
+            doomed.insert(0, secret_out)  # check_new found it is this epoch's leftover
+        for path in doomed:
+            try:
+                path.unlink(missing_ok=True)
+            except OSError as exc:
+                raise KeyStoreError(f"cannot remove: {exc.strerror}", where=str(path)) from exc
 
     def generate(
-        self, zone: str, handle: Handle, epoch: int, *, secret_out: Path | None = None
+        self,
+        zone: str,
+        handle: Handle,
+        epoch: int,
+        *,
+        secret_out: Path | None = None,
+        rotation: Callable[[bytes], Rotation] | None = None,
     ) -> HandleKey:
         """Create and save a new key and revocation secret for ``epoch``.
 
         With ``secret_out`` the secret is written there (mode 0600) to be moved offline,
         and the store keeps only its commitment (``<epoch>.rc``), which is all signing needs.
+        ``rotation`` makes the epoch's rotation record from its public key.
+
+        The key is written last: the epoch exists whole or not at all. What an earlier
+        run cut short left of it is discarded first. SIGINT and SIGTERM wait until the
+        files are written.
 
         Raises:
-            KeyStoreError: a key for that epoch (or ``secret_out``) exists already, or a
-                file cannot be written.
+            KeyStoreError: a key for that epoch or a later one (or ``secret_out``) exists
+                already, or a file cannot be written.
         """
         key_path, secret_path = self.paths(zone, handle, epoch)
         self.check_new(zone, handle, epoch, secret_out=secret_out)
         private_key = Ed25519PrivateKey.generate()
         secret = os.urandom(SECRET_OCTETS)
         pem = private_pem(private_key, self.passphrase)
-        self.ensure_gitignore()
         secret_line = (b64url(secret) + "\n").encode()
-        if secret_out is None:
-            atomic_write_bytes(secret_path, secret_line, mode=PRIVATE_MODE, error=KeyStoreError)
-        else:
-            atomic_write_bytes(secret_out, secret_line, mode=PRIVATE_MODE, error=KeyStoreError)
-            commitment = b64url(revocation_commitment(secret)) + "\n"
-            atomic_write_bytes(
-                self.commitment_path(zone, handle, epoch),
-                commitment.encode(),
-                error=KeyStoreError,
-            )
-        atomic_write_bytes(key_path, pem, mode=PRIVATE_MODE, error=KeyStoreError)
+        with deferred_interrupts():
+            self.ensure_gitignore()
+            self._discard_unfinished(zone, handle, epoch, secret_out)
+            if secret_out is None:
+                atomic_write_bytes(secret_path, secret_line, mode=PRIVATE_MODE, error=KeyStoreError)
+            else:
+                atomic_write_bytes(secret_out, secret_line, mode=PRIVATE_MODE, error=KeyStoreError)
+                commitment = b64url(revocation_commitment(secret)) + "\n"
+                atomic_write_bytes(
+                    self.commitment_path(zone, handle, epoch),
+                    commitment.encode(),
+                    error=KeyStoreError,
+                )
+            if rotation is not None:
+                self.write_rotation(zone, handle, rotation(public_bytes(private_key)))
+            # The commit: epochs() lists an epoch once its key is there.
+            atomic_write_bytes(key_path, pem, mode=PRIVATE_MODE, error=KeyStoreError)
         return HandleKey(
             handle=handle,
             epoch=epoch,

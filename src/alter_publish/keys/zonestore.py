@@ -28,6 +28,7 @@ from alter_publish.dns.zonekeys import (
 from alter_publish.errors import KeyStoreError, VerificationError
 from alter_publish.fileio import PRIVATE_MODE, atomic_write_bytes
 from alter_publish.format.envelope import b64url_decode, public_bytes
+from alter_publish.interrupts import deferred_interrupts
 from alter_publish.keys.pem import ensure_gitignore, load_private_key, private_pem
 
 ZONE_KEYS_DIR = "_dnssec"
@@ -149,10 +150,11 @@ class ZoneKeyStore:
                     break
             tags.add(key.tag)
             created.append(key)
-        ensure_gitignore(self.root)
-        for key in created:
-            self._write_key_file(key)
-        self.save(zone, created)
+        with deferred_interrupts():  # key files and their index: all or none
+            ensure_gitignore(self.root)
+            for key in created:
+                self._write_key_file(key)
+            self.save(zone, created)
         return tuple(created)
 
     def _write_key_file(self, key: ZoneKey) -> None:
@@ -193,8 +195,9 @@ class ZoneKeyStore:
             key = ZoneKey(zone, role, now, Ed25519PrivateKey.generate(), state, now)
             if key.tag not in tags:
                 break
-        self._write_key_file(key)
-        self.save(zone, (*existing, key.entry))
+        with deferred_interrupts():  # the key file and its index entry: both or none
+            self._write_key_file(key)
+            self.save(zone, (*existing, key.entry))
         return key
 
     def current(self, zone: str, *, create: bool, now: int) -> tuple[ZoneKey, ...]:

@@ -19,6 +19,7 @@ from alter_publish.fileio import (
     content_differs,
     text_differs,
 )
+from alter_publish.interrupts import deferred_interrupts
 from alter_publish.pipeline.context import RunContext
 from alter_publish.pipeline.paths import ds_path, output_paths
 
@@ -63,6 +64,12 @@ def commit(ctx: RunContext, writes: Writes) -> list[str]:
     Raises:
         RenderError: a file cannot be written or a stale DS file removed.
     """
+    # Ctrl-C and SIGTERM wait until the zone's log, state and outputs are all written.
+    with deferred_interrupts():
+        return _commit(ctx, writes)
+
+
+def _commit(ctx: RunContext, writes: Writes) -> list[str]:
     dry_run = ctx.check
     write = content_differs if dry_run else atomic_write_bytes
     written: list[str] = []
