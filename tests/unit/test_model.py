@@ -22,10 +22,9 @@ from alter_publish.definition.model import (
     TTL_MAX_SECONDS,
     SOASpec,
     ZoneSpec,
-    format_duration,
     load_zone,
-    parse_duration,
 )
+from alter_publish.definition.values import format_duration, parse_duration
 from alter_publish.errors import EXIT_DEFINITION, DefinitionError, HandleError
 from alter_publish.format.handles import Tier, parse_handle
 

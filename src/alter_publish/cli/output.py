@@ -9,7 +9,7 @@ from typing import Any, NoReturn
 import typer
 
 from alter_publish import pipeline
-from alter_publish.definition.model import format_span, format_utc
+from alter_publish.definition.values import format_span, format_utc
 from alter_publish.format.envelope import Envelope
 from alter_publish.keys import commands as keyops
 from alter_publish.keys.rollover import NextStep

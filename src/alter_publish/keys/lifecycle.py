@@ -21,7 +21,8 @@ from enum import StrEnum
 from pathlib import Path
 from typing import Any
 
-from alter_publish.definition.model import HandleSpec, ZoneSpec, format_utc
+from alter_publish.definition.model import HandleSpec, ZoneSpec
+from alter_publish.definition.values import format_utc
 from alter_publish.errors import AlterError, DefinitionError, KeyStoreError, UsageError
 from alter_publish.fileio import atomic_write_bytes
 from alter_publish.format.envelope import (

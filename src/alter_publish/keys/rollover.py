@@ -37,7 +37,8 @@ from typing import Any, TypeVar
 
 import dns.name
 
-from alter_publish.definition.model import DNSSECSpec, format_span, format_utc
+from alter_publish.definition.model import DNSSECSpec
+from alter_publish.definition.values import format_span, format_utc
 from alter_publish.dns.dnssec import ds_line, ds_records
 from alter_publish.dns.zonekeys import ZoneKey, ZoneKeyEntry, ZoneKeyRole, ZoneKeyState
 from alter_publish.errors import RolloverError

@@ -13,10 +13,7 @@ from typing import Any
 
 import dns.zone
 
-from alter_publish.definition.model import (
-    ZoneSpec,
-    format_utc,
-)
+from alter_publish.definition.model import ZoneSpec
 from alter_publish.definition.state import (
     SERIAL_MAX,
     SerialState,
@@ -24,6 +21,7 @@ from alter_publish.definition.state import (
     ZoneTTLs,
     key_states,
 )
+from alter_publish.definition.values import format_utc
 from alter_publish.dns.anchors import TrustAnchor, parse_trust_anchors
 from alter_publish.dns.dnssec import (
     SignedZone,

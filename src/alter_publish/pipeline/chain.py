@@ -10,13 +10,8 @@ from dataclasses import dataclass, field
 
 from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PrivateKey
 
-from alter_publish.definition.model import (
-    NEVER,
-    HandleSpec,
-    ZoneSpec,
-    format_duration,
-    format_utc,
-)
+from alter_publish.definition.model import HandleSpec, ZoneSpec
+from alter_publish.definition.values import NEVER, format_duration, format_utc
 from alter_publish.errors import (
     KeyStoreError,
 )

@@ -11,7 +11,7 @@ for good. Read-only commands take any ``--now`` and never call this.
 
 from __future__ import annotations
 
-from alter_publish.definition.model import format_span, format_utc
+from alter_publish.definition.values import format_span, format_utc
 from alter_publish.errors import UsageError
 from alter_publish.format.envelope import CLOCK_SKEW_SECONDS
 
