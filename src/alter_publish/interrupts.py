@@ -10,7 +10,7 @@ and alone reports it.
 
 ``kill -9`` and power loss are out of reach of any handler; files are still written
 atomically (temp file and rename), and a key epoch cut short is finished or
-discarded by the next run (see :mod:`alter_publish.keys`).
+discarded by the next run (see :mod:`alter_publish.keys.store`).
 """
 
 from __future__ import annotations

@@ -325,3 +325,14 @@ def test_ctrl_c_and_sigterm_leave_nothing_the_next_run_refuses(tmp_path: Path) -
     assert_unchanged(before, workspace.snapshot())
     _ok(workspace.run(*sign, *simulated(LATER)))
     _ok(workspace.run("verify", *_now(LATER)))
+
+
+def test_main_in_process_leaves_the_callers_signal_handlers() -> None:
+    """Tests and embedders call main() in their own process: their handlers stay as they were
+    (an ignored SIGINT would be inherited by every child process started afterwards)."""
+    from alter_publish.cli import main
+
+    before = {signum: signal.getsignal(signum) for signum in (signal.SIGINT, signal.SIGTERM)}
+    with pytest.raises(SystemExit):
+        main(["--version"])
+    assert {signum: signal.getsignal(signum) for signum in before} == before

@@ -210,14 +210,17 @@ def _terminate(signum: int, frame: FrameType | None) -> None:
 
 def main(argv: list[str] | None = None) -> None:
     """Entry point: run the app and map every error to one line and an exit code."""
+    previous = {signum: signal.getsignal(signum) for signum in (signal.SIGINT, signal.SIGTERM)}
     signal.signal(signal.SIGTERM, _terminate)
     try:
         _main(argv)
     finally:
-        # The outcome is decided: a signal during the interpreter's exit changes nothing
-        # (and would print an "Exception ignored" traceback).
-        signal.signal(signal.SIGINT, signal.SIG_IGN)
-        signal.signal(signal.SIGTERM, signal.SIG_IGN)
+        for signum, handler in previous.items():
+            # The process's own entry point: the outcome is decided, and a signal during
+            # the interpreter's exit would only print an "Exception ignored" traceback.
+            # Called in-process (``argv`` given): the caller's handlers, as they were.
+            restored = signal.SIG_DFL if handler is None else handler
+            signal.signal(signum, signal.SIG_IGN if argv is None else restored)
 
 
 def _main(argv: list[str] | None) -> None:

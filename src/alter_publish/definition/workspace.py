@@ -205,7 +205,9 @@ def find_zone_files(paths: Sequence[Path], zones_dir: Path | None = None) -> tup
         )
     folders = [zones_dir] if zones_dir is not None else [f / ZONES_DIR for f in _upwards()]
     for folder in folders:
-        found = tuple(sorted(folder.glob("*.yaml")))
+        found = tuple(
+            sorted(p for suffix in DEFINITION_SUFFIXES for p in folder.glob(f"*{suffix}"))
+        )
         if found:
             return found
     where = f"{zones_dir}/*.yaml" if zones_dir else f"{ZONES_DIR}/*.yaml here or in a parent"

@@ -364,7 +364,7 @@ def secure_txt(
 
     Returns:
         Each TXT rdata's character-strings joined and decoded as latin-1 (as
-        :func:`alter_publish.pipeline.render.txt_text` does), in the order served, duplicates
+        :func:`alter_publish.dns.zonetext.txt_text` does), in the order served, duplicates
         dropped; or None.
     """
     try:

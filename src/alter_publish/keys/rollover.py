@@ -1,7 +1,7 @@
 """DNSSEC key rollovers: ZSK by pre-publication, KSK by double-DS (RFC 7583).
 
 The key store holds each zone key's state and when it entered it
-(:class:`~alter_publish.keys.store.ZoneKeyState`). A rollover is started by :func:`begin`
+(:class:`~alter_publish.dns.zonekeys.ZoneKeyState`). A rollover is started by :func:`begin`
 and advanced by :func:`step`; each transition is allowed only once the interval
 RFC 7583 prescribes has passed since the zone carrying the previous state was
 published. ``sign`` publishes every state: the signer puts a key in the DNSKEY

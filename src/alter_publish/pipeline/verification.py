@@ -138,7 +138,7 @@ def verify(
             # A handle that failed is reported as the proof found it; when only the denial
             # probe failed, the zone check names the record (the SOA, the chain) at fault.
             if all(result.ok for result in proof.results):
-                _check_zone_file(zone, zone_file, spec, now)
+                warnings.extend(_check_zone_file(zone, zone_file, spec, now))
         else:
             check_answers(server, spec.origin, now=now)
             secure = False if allow_insecure else None
@@ -153,8 +153,10 @@ def _check_zone_file(
     zone_file: Path,
     spec: ZoneSpec,
     now: int,
-) -> None:
+) -> tuple[str, ...]:
     """The whole-zone check of :func:`verify`: signatures and chain, then the digest.
+
+    Returns a warning when no digest was recorded (the file is then not compared).
 
     Raises:
         VerificationError: names the first record (or the file) not as ``sign`` proved it.
@@ -163,8 +165,11 @@ def _check_zone_file(
     check_zone(zone, dnssec=spec.dnssec, now=now, where=str(zone_file))
     state_path = state_path_for(spec.path)
     state = SerialState.read(state_path)
-    if state is None or state.zone_sha256 is None:
-        return  # signed before alter-publish recorded the digest
+    if state is None or state.zone_sha256 is None:  # no state, or signed before the digest
+        return (
+            f"{zone_file}: {state_path} records no SHA-256 of the zone file sign wrote: "
+            "the file was checked record by record only, not compared with it",
+        )
     try:
         digest = zone_sha256((zone_file.read_bytes(),))
     except OSError as exc:
@@ -180,3 +185,4 @@ def _check_zone_file(
             where=str(zone_file),
             category=ZONE_CHECK_CATEGORY,
         )
+    return ()

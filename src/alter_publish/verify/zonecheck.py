@@ -16,7 +16,7 @@ do, and raises on the first record (in canonical order) that fails:
    a record added or removed changes a type bitmap or the chain.
 
 Unsigned zones have none of this; ``verify`` compares the file's digest with the one
-``sign`` recorded (see :mod:`alter_publish.pipeline`) for every zone.
+``sign`` recorded (see :mod:`alter_publish.pipeline.verification`) for every zone.
 """
 
 from __future__ import annotations
