@@ -19,8 +19,8 @@ from pathlib import Path
 
 import pytest
 
+from alter_publish.definition.state import SerialState, state_path_for
 from alter_publish.errors import EXIT_VERIFICATION
-from alter_publish.pipeline import SerialState, state_path_for
 from tests.cli.workspace import NOW, ZONE, Workspace, assert_one_error_line, simulated
 from tests.integration.dnssec_tools import ldns_verify_zone
 

@@ -16,6 +16,7 @@ import pytest
 
 from alter_publish import pipeline
 from alter_publish.definition.model import load_zone
+from alter_publish.definition.state import state_path_for
 from alter_publish.dns.zonekeys import ZoneKeyRole
 from alter_publish.errors import KeyStoreError, RenderError, UsageError
 from alter_publish.format.handles import parse_handle
@@ -126,7 +127,7 @@ def test_status_needs_no_private_key(workspace: Workspace, monkeypatch: pytest.M
 )
 def test_a_corrupt_state_file_is_a_one_line_error(workspace: Workspace, zone_keys: object) -> None:
     _sign(workspace, NOW)
-    state_file = pipeline.state_path_for(workspace.zone_file)
+    state_file = state_path_for(workspace.zone_file)
     doc = json.loads(state_file.read_text(encoding="utf-8"))
     doc["zone_keys"] = zone_keys
     state_file.write_text(json.dumps(doc).replace('"Infinity"', "1e400"), encoding="utf-8")

@@ -11,6 +11,7 @@ import pytest
 
 from alter_publish import pipeline
 from alter_publish.definition.model import DNSSECSpec, load_zone
+from alter_publish.definition.state import SerialState, state_path_for
 from alter_publish.dns.dnssec import ds_line
 from alter_publish.dns.zonekeys import ZoneKey, ZoneKeyEntry, ZoneKeyRole, ZoneKeyState
 from alter_publish.errors import RolloverError
@@ -280,13 +281,13 @@ def test_moved_keys_take_the_steps_now_and_keys_json_round_trips(store: KeyStore
 # --- keyops over the real pipeline --------------------------------------------------------
 
 
-def sign(workspace: Workspace, now: int) -> pipeline.SerialState:
+def sign(workspace: Workspace, now: int) -> SerialState:
     """Sign the workspace zone at ``now``; the state file it leaves."""
     report = pipeline.sign(
         [workspace.zone_file], out=workspace.out, keys=workspace.keys, now=now, create_keys=True
     )
     assert report.ok
-    state = pipeline.SerialState.read(pipeline.state_path_for(workspace.zone_file))
+    state = SerialState.read(state_path_for(workspace.zone_file))
     assert state is not None
     assert state.keys_since is not None
     assert state.ttls is not None

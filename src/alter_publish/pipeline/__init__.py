@@ -10,15 +10,6 @@ workspace up.
 
 from __future__ import annotations
 
-from alter_publish.definition.state import (
-    STATE_FORMAT,
-    SerialState,
-    ZoneTTLs,
-    key_states,
-    state_path_for,
-    zone_sha256,
-)
-from alter_publish.definition.workspace import zone_origin
 from alter_publish.pipeline.build import ZonePlan
 from alter_publish.pipeline.context import RunContext
 from alter_publish.pipeline.paths import (
@@ -42,31 +33,24 @@ from alter_publish.pipeline.verification import read_expected, read_zone_file, v
 
 __all__ = [
     "HANDLE_CHANGE_REASONS",
-    "STATE_FORMAT",
     "ZONE_CHANGE_REASONS",
     "ZONE_SCAFFOLD",
     "Change",
     "RunContext",
-    "SerialState",
     "SignReport",
     "VerifyReport",
     "ZonePlan",
     "ZoneResult",
-    "ZoneTTLs",
     "default_templates_dir",
     "dnssec_keygen",
     "ds_path",
     "find_zone_files",
     "init_workspace",
-    "key_states",
     "keygen",
     "output_paths",
     "plan_zone",
     "read_expected",
     "read_zone_file",
     "sign",
-    "state_path_for",
     "verify",
-    "zone_origin",
-    "zone_sha256",
 ]
