@@ -23,7 +23,12 @@ from alter_publish.cli.options import (
 )
 from alter_publish.cli.output import emit_json, print_dnssec_status, print_next_step
 from alter_publish.definition.model import load_zone
-from alter_publish.definition.workspace import find_definition_if_any, workspace_for, zone_origin
+from alter_publish.definition.workspace import (
+    find_definition,
+    find_definition_if_any,
+    workspace_for,
+    zone_origin,
+)
 from alter_publish.dns.dnssec import ds_records
 from alter_publish.dns.zonekeys import ZoneKey, ZoneKeyEntry, ZoneKeyRole
 from alter_publish.errors import KeyStoreError, UsageError
@@ -65,7 +70,7 @@ def _definition_store(
     zone: str, zones_dir: Path | None, keys: Path | None
 ) -> tuple[Path, KeyStore]:
     """The zone's definition file and the key store of its workspace."""
-    definition = keyops.zone_definition(zone, zones_dir)
+    definition = find_definition(zone, zones_dir)
     return definition, keystore(workspace_for([definition]).keys(keys))
 
 

@@ -23,7 +23,12 @@ from alter_publish.cli.options import (
 )
 from alter_publish.cli.output import ago, emit_json, print_dnssec_status, warn
 from alter_publish.definition.model import load_zone
-from alter_publish.definition.workspace import git_exposure, workspace_for
+from alter_publish.definition.workspace import (
+    find_definition,
+    find_zone_files,
+    git_exposure,
+    workspace_for,
+)
 from alter_publish.errors import UsageError
 from alter_publish.format.envelope import b64url
 from alter_publish.format.handles import parse_handle
@@ -43,7 +48,7 @@ def keygen(
     as_json: JsonOption = False,
 ) -> None:
     """Create a handle's first key (epoch 1) and its revocation secret."""
-    spec = load_zone(keyops.zone_definition(zone, zones_dir))
+    spec = load_zone(find_definition(zone, zones_dir))
     store = keystore(workspace_for([spec.path]).keys(keys))
     key = pipeline.keygen(parse_handle(handle), spec=spec, keys=store, secret_out=secret_out)
     _warn_exposed(secret_out)
@@ -112,7 +117,7 @@ def rotate(
     """Make a handle's next key epoch; the next sign publishes it (psig by the old key)."""
     mode = _rotation_mode(compromised=compromised, lost=lost)
     moment = write_now(now, allow_simulated_time)
-    definition = keyops.zone_definition(zone, zones_dir)
+    definition = find_definition(zone, zones_dir)
     result = keyops.rotate_handle(
         str(definition),
         handle,
@@ -179,7 +184,7 @@ def revoke(
 ) -> None:
     """Queue the revocation of a past epoch; it needs only that epoch's revocation secret."""
     moment = write_now(now, allow_simulated_time)
-    definition = keyops.zone_definition(zone, zones_dir)
+    definition = find_definition(zone, zones_dir)
     ref, revoked, new = keyops.revoke_handle(
         str(definition),
         handle,
@@ -204,7 +209,7 @@ def keys_status(
 ) -> None:
     """Per handle: epochs, key ids, states, expiry, next action; per zone: DNSSEC keys."""
     moment = clock_now(now)
-    zone_files = pipeline.find_zone_files(zones or [])
+    zone_files = find_zone_files(zones or [])
     report = keyops.keys_status(
         zone_files, keys=keystore(workspace_for(zone_files).keys(keys)), now=moment
     )

@@ -23,9 +23,8 @@ from alter_publish.cli.options import (
 )
 from alter_publish.cli.output import emit_json, fail, print_verified, warn
 from alter_publish.definition.model import load_zone
-from alter_publish.definition.workspace import workspace_for
+from alter_publish.definition.workspace import find_definition, workspace_for
 from alter_publish.errors import EXIT_DRIFT, EXIT_VERIFICATION, UsageError
-from alter_publish.keys import commands as keyops
 from alter_publish.publish import export
 from alter_publish.publish import push as publishing
 
@@ -58,7 +57,7 @@ def plan(
     as_json: JsonOption = False,
 ) -> None:
     """List the adds, updates and deletes of alter1 records a push would make (exit 7 if any)."""
-    spec = load_zone(keyops.zone_definition(zone, zones_dir))
+    spec = load_zone(find_definition(zone, zones_dir))
     tsig = publishing.read_tsig_key(tsig_key) if tsig_key else None
     address = parse_hostport(server)
     out = workspace_for([spec.path]).out(out)
@@ -114,7 +113,7 @@ def push(
     moment = write_now(now, allow_simulated_time)
     if allow_insecure:
         warn("--allow-insecure: the proof accepts answers without DNSSEC validation")
-    definition = keyops.zone_definition(zone, zones_dir)
+    definition = find_definition(zone, zones_dir)
     tsig = publishing.read_tsig_key(tsig_key)
     address = parse_hostport(server)
     outcome = publishing.push(
@@ -178,7 +177,7 @@ def export_command(
     except ValueError as exc:
         known = ", ".join(str(f) for f in export.ExportFormat)
         raise UsageError(f"--format {fmt!r} is not one of {known}") from exc
-    spec = load_zone(keyops.zone_definition(zone, zones_dir))
+    spec = load_zone(find_definition(zone, zones_dir))
     out = workspace_for([spec.path]).out(out)
     if output == Path("-"):
         typer.echo(export.render_export(export.load_export(spec, out), spec, kind), nl=False)

@@ -29,7 +29,7 @@ from alter_publish.cli.output import (
     warn,
 )
 from alter_publish.cli.progress import progress_for
-from alter_publish.definition.workspace import workspace_for
+from alter_publish.definition.workspace import find_zone_files, workspace_for
 from alter_publish.errors import EXIT_DRIFT, EXIT_VERIFICATION, UsageError
 from alter_publish.parallel import default_jobs
 
@@ -113,7 +113,7 @@ def sign(
     moment = clock_now(now) if check else write_now(now, allow_simulated_time)
     if no_verify:
         warn("--no-verify: outputs are written WITHOUT the loopback proof")
-    zone_files = pipeline.find_zone_files(zones or [])
+    zone_files = find_zone_files(zones or [])
     where = workspace_for(zone_files)
     with progress_for(as_json=as_json) as progress:
         report = pipeline.sign(
@@ -197,7 +197,7 @@ def verify(
         raise UsageError("--allow-insecure is for --server (the loopback proof validates)")
     if allow_insecure:
         warn("--allow-insecure: accepting answers without DNSSEC validation")
-    zone_files = pipeline.find_zone_files(zones or [])
+    zone_files = find_zone_files(zones or [])
     report = pipeline.verify(
         zone_files,
         out=workspace_for(zone_files).out(out),

@@ -51,19 +51,7 @@ __all__ = [
     "keys_status",
     "revoke_handle",
     "rotate_handle",
-    "zone_definition",
 ]
-
-
-def zone_definition(zone: str, zones_dir: Path | None = None) -> Path:
-    """A zone definition file: ``zone`` itself if it is one, else ``zones/<zone>.yaml``
-    in ``zones_dir``, or by default in the current directory or the nearest parent
-    (:func:`alter_publish.definition.workspace.find_definition`).
-
-    Raises:
-        UsageError: neither exists.
-    """
-    return find_definition(zone, zones_dir)
 
 
 def rotate_handle(
@@ -84,7 +72,7 @@ def rotate_handle(
         KeyStoreError: a key or secret is missing, or does not match.
         DefinitionError: the zone definition or revocations file is broken.
     """
-    spec = load_zone(zone_definition(zone, zones_dir))
+    spec = load_zone(find_definition(zone, zones_dir))
     return rotate(
         spec, handle, keys=keys, now=now, mode=mode, secret_out=secret_out, secret_file=secret_file
     )
@@ -110,7 +98,7 @@ def revoke_handle(
         KeyStoreError: the secret is missing or is not that epoch's.
         DefinitionError: the zone definition or revocations file is broken.
     """
-    spec = load_zone(zone_definition(zone, zones_dir))
+    spec = load_zone(find_definition(zone, zones_dir))
     revocation, new = revoke(spec, handle, keys=keys, now=now, epoch=epoch, secret_file=secret_file)
     return revocation.handle.ref, revocation.epoch, new
 
@@ -182,7 +170,7 @@ def dnssec_status(zone: str, *, keys: KeyStore, zones_dir: Path | None = None) -
         DefinitionError: the zone definition is broken.
         RenderError: the serial state file is broken.
     """
-    spec = load_zone(zone_definition(zone, zones_dir))
+    spec = load_zone(find_definition(zone, zones_dir))
     every, timing, published, signed = _zone_keys_context(spec, keys)
     live = tuple(key for key in every if key.state != "removed")
     upcoming = next_step(live, timing, published)
@@ -214,7 +202,7 @@ def dnssec_rollover(
         KeyStoreError: the key store cannot be read or written.
         UsageError: unknown zone.
     """
-    spec = load_zone(zone_definition(zone, zones_dir))
+    spec = load_zone(find_definition(zone, zones_dir))
     _, timing, published, signed = _zone_keys_context(spec, keys)
     _require_signed(spec, signed)
     return begin_rollover(keys, spec.origin, role, now=now, timing=timing, published=published)
@@ -236,7 +224,7 @@ def dnssec_step(
         KeyStoreError: the key store cannot be read or written.
         UsageError: unknown zone.
     """
-    spec = load_zone(zone_definition(zone, zones_dir))
+    spec = load_zone(find_definition(zone, zones_dir))
     _, timing, published, signed = _zone_keys_context(spec, keys)
     _require_signed(spec, signed)
     return step_rollover(

@@ -15,7 +15,6 @@ from alter_publish.pipeline.context import RunContext
 from alter_publish.pipeline.paths import (
     default_templates_dir,
     ds_path,
-    find_zone_files,
     output_paths,
 )
 from alter_publish.pipeline.plan import plan_zone
@@ -44,7 +43,6 @@ __all__ = [
     "default_templates_dir",
     "dnssec_keygen",
     "ds_path",
-    "find_zone_files",
     "init_workspace",
     "keygen",
     "output_paths",

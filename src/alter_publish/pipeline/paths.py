@@ -2,10 +2,7 @@
 
 from __future__ import annotations
 
-from collections.abc import Sequence
 from pathlib import Path
-
-from alter_publish.definition import workspace
 
 
 def default_templates_dir() -> Path:
@@ -23,13 +20,3 @@ def output_paths(out: Path, zone: str) -> tuple[Path, Path]:
 def ds_path(out: Path, zone: str) -> Path:
     """``<out>/<zone>.ds``: the DS records to hand to the parent zone (the trust anchor)."""
     return out / f"{zone}.ds"
-
-
-def find_zone_files(paths: Sequence[Path], zones_dir: Path | None = None) -> tuple[Path, ...]:
-    """The zone definitions named, or every ``zones/*.yaml`` of the nearest directory
-    upwards that has any (see :mod:`alter_publish.definition.workspace`).
-
-    Raises:
-        UsageError: nothing to work on.
-    """
-    return workspace.find_zone_files(paths, zones_dir)
