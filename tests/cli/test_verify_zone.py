@@ -228,3 +228,16 @@ def test_sign_records_the_zone_file_digest_and_it_round_trips(signed_zone: Works
     assert state.zone_sha256 == hashlib.sha256(signed_zone.zone_file.read_bytes()).hexdigest()
     assert state.to_text() == state_path.read_text(encoding="utf-8")
     assert SerialState.read(state_path) == state
+
+
+def test_verify_says_when_no_digest_was_recorded(zone_copy: Workspace) -> None:
+    """Without the state file the records are still checked, but verify says the file was
+    not compared with what sign wrote (it used to pass without a word)."""
+    state = state_path_for(zone_copy.definition)
+    state.unlink()
+    result = zone_copy.run(*VERIFY)
+    assert result.returncode == 0, result.describe()
+    warnings = [line for line in result.stderr_lines if "WARNING" in line]
+    assert len(warnings) == 1, result.describe()
+    assert str(state.relative_to(zone_copy.root)) in warnings[0]
+    assert "SHA-256" in warnings[0]
