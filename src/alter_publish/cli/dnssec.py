@@ -18,13 +18,13 @@ from alter_publish.cli.options import (
     TtlOption,
     ZonesDirOption,
     clock_now,
+    definition_and_keys,
     keystore,
     write_now,
 )
 from alter_publish.cli.output import emit_json, print_dnssec_status, print_next_step
 from alter_publish.definition.model import load_zone
 from alter_publish.definition.workspace import (
-    find_definition,
     find_definition_if_any,
     workspace_for,
     zone_origin,
@@ -34,7 +34,6 @@ from alter_publish.dns.zonekeys import ZoneKey, ZoneKeyEntry, ZoneKeyRole
 from alter_publish.errors import KeyStoreError, UsageError
 from alter_publish.keys import commands as keyops
 from alter_publish.keys.rollover import StepResult
-from alter_publish.keys.store import KeyStore
 
 DnssecZoneArgument = Annotated[
     str,
@@ -64,14 +63,6 @@ def _zone_and_keys(zone: str, keys: Path | None) -> tuple[str, Path]:
     definition = find_definition_if_any(zone)
     origin = zone_origin(zone) if definition is None else load_zone(definition).origin
     return origin, workspace_for([definition] if definition else []).keys(keys)
-
-
-def _definition_store(
-    zone: str, zones_dir: Path | None, keys: Path | None
-) -> tuple[Path, KeyStore]:
-    """The zone's definition file and the key store of its workspace."""
-    definition = find_definition(zone, zones_dir)
-    return definition, keystore(workspace_for([definition]).keys(keys))
 
 
 def dnssec_keygen(
@@ -114,7 +105,7 @@ def dnssec_status(
 ) -> None:
     """Show the zone's DNSSEC keys, their states, and the running rollover's next step."""
     moment = clock_now(now)
-    definition, store = _definition_store(zone, zones_dir, keys)
+    definition, store = definition_and_keys(zone, zones_dir, keys)
     status = keyops.dnssec_status(str(definition), keys=store)
     if as_json:
         emit_json(status.to_mapping(moment))
@@ -156,7 +147,7 @@ def dnssec_rollover(
     except ValueError as exc:
         raise UsageError(f"role {role!r} is not zsk or ksk") from exc
     moment = write_now(now, allow_simulated_time)
-    definition, store = _definition_store(zone, zones_dir, keys)
+    definition, store = definition_and_keys(zone, zones_dir, keys)
     result = keyops.dnssec_rollover(str(definition), key_role, keys=store, now=moment)
     _print_step(result, moment, as_json)
 
@@ -178,6 +169,6 @@ def dnssec_step(
 ) -> None:
     """Take the running rollover's next step, once RFC 7583's wait is over."""
     moment = write_now(now, allow_simulated_time)
-    definition, store = _definition_store(zone, zones_dir, keys)
+    definition, store = definition_and_keys(zone, zones_dir, keys)
     result = keyops.dnssec_step(str(definition), keys=store, now=moment, ds_published=ds_published)
     _print_step(result, moment, as_json)

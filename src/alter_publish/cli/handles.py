@@ -18,6 +18,7 @@ from alter_publish.cli.options import (
     ZonesArgument,
     ZonesDirOption,
     clock_now,
+    definition_and_keys,
     keystore,
     write_now,
 )
@@ -117,11 +118,11 @@ def rotate(
     """Make a handle's next key epoch; the next sign publishes it (psig by the old key)."""
     mode = _rotation_mode(compromised=compromised, lost=lost)
     moment = write_now(now, allow_simulated_time)
-    definition = find_definition(zone, zones_dir)
+    definition, store = definition_and_keys(zone, zones_dir, keys)
     result = keyops.rotate_handle(
         str(definition),
         handle,
-        keys=keystore(workspace_for([definition]).keys(keys)),
+        keys=store,
         now=moment,
         mode=mode,
         secret_out=secret_out,
@@ -184,11 +185,11 @@ def revoke(
 ) -> None:
     """Queue the revocation of a past epoch; it needs only that epoch's revocation secret."""
     moment = write_now(now, allow_simulated_time)
-    definition = find_definition(zone, zones_dir)
+    definition, store = definition_and_keys(zone, zones_dir, keys)
     ref, revoked, new = keyops.revoke_handle(
         str(definition),
         handle,
-        keys=keystore(workspace_for([definition]).keys(keys)),
+        keys=store,
         now=moment,
         epoch=epoch,
         secret_file=secret_file,

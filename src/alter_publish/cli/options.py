@@ -14,6 +14,7 @@ from typing import Annotated
 
 import typer
 
+from alter_publish.definition.workspace import find_definition, workspace_for
 from alter_publish.errors import UsageError
 from alter_publish.format.envelope import CLOCK_SKEW_SECONDS
 from alter_publish.keys.pem import passphrase_from_env
@@ -123,3 +124,12 @@ def parse_hostport(text: str) -> tuple[str, int]:
     except (OSError, UnicodeError) as exc:
         raise UsageError(f"--server {text!r}: cannot find host {host!r} ({exc})") from exc
     return str(address), int(port)
+
+
+def definition_and_keys(
+    zone: str, zones_dir: Path | None, keys: Path | None
+) -> tuple[Path, KeyStore]:
+    """The zone's definition file (``--zone`` as a name or a path) and the key store of
+    its workspace (``--keys`` when given)."""
+    definition = find_definition(zone, zones_dir)
+    return definition, keystore(workspace_for([definition]).keys(keys))
