@@ -4,8 +4,9 @@ from __future__ import annotations
 
 import contextlib
 import os
+import re
 import tempfile
-from collections.abc import Iterable, Iterator
+from collections.abc import Callable, Iterable, Iterator
 from pathlib import Path
 from typing import BinaryIO
 
@@ -16,6 +17,40 @@ Chunk = bytes | memoryview
 
 PRIVATE_MODE = 0o600
 PUBLIC_MODE = 0o644
+#: Directories made for private files (keys): only the owner may enter, whatever the umask.
+PRIVATE_DIR_MODE = 0o700
+#: Directories made for public files (outputs): nobody but the owner may write.
+PUBLIC_DIR_MODE = 0o755
+
+
+def dir_mode_for(mode: int) -> int:
+    """The mode of a directory made to hold a file of ``mode``: 0700 when the file is
+    private to its owner, else 0755."""
+    return PRIVATE_DIR_MODE if mode & 0o077 == 0 else PUBLIC_DIR_MODE
+
+
+def make_dirs(directory: Path, mode: int) -> None:
+    """Make ``directory`` and its missing parents with ``mode`` exactly (set explicitly:
+    the umask does not decide it); directories that exist are left as they are.
+
+    Raises:
+        OSError: one could not be made.
+    """
+    missing: list[Path] = []
+    current = directory
+    while not current.is_dir():
+        missing.append(current)
+        if current.parent == current:
+            break
+        current = current.parent
+    for path in reversed(missing):
+        try:
+            path.mkdir(mode=mode)
+        except FileExistsError:
+            if not path.is_dir():
+                raise
+            continue
+        path.chmod(mode)  # mkdir's mode is masked by the umask; this one is not
 
 
 def would_write(path: Path, data: bytes, *, mode: int | None = PUBLIC_MODE) -> bool:
@@ -40,6 +75,7 @@ def atomic_write_bytes(
     path: Path, data: bytes, *, mode: int = PUBLIC_MODE, error: type[AlterError] = RenderError
 ) -> bool:
     """Write ``data`` to ``path`` atomically with ``mode``; skip when the bytes are unchanged.
+    Missing directories are made with :func:`dir_mode_for` ``mode``.
 
     Returns:
         True when the file was (re)written, False when it already held ``data``.
@@ -71,7 +107,7 @@ def _replace(
         AlterError: (``error``) the file could not be written.
     """
     try:
-        path.parent.mkdir(parents=True, exist_ok=True)
+        make_dirs(path.parent, dir_mode_for(mode))
         fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
     except OSError as exc:
         raise error(f"cannot write: {exc.strerror}", where=str(path)) from exc
@@ -109,6 +145,46 @@ def _replace(
             Path(tmp).unlink()
         raise
     return True
+
+
+#: A temporary file of :func:`_replace` for the file named ``name`` (``mkstemp``'s
+#: random part is 8 letters, digits or underscores).
+_TEMP_NAME = re.compile(r"\.(?P<name>.+)\.[A-Za-z0-9_]{8}\.tmp")
+
+
+def temp_target(name: str) -> str | None:
+    """The file a temporary file named ``name`` was to replace (None: not one of ours)."""
+    match = _TEMP_NAME.fullmatch(name)
+    return match.group("name") if match else None
+
+
+def sweep_temp_files(
+    directory: Path, owns: Callable[[str], bool], names: Iterable[str] | None = None
+) -> list[Path]:
+    """Remove what interrupted writes left in ``directory``: each ``.<file>.<random>.tmp``
+    whose ``<file>`` the caller ``owns`` (nothing else is touched). ``names``, the
+    directory's listing when the caller has it, saves listing it again.
+
+    Returns:
+        The files removed (a missing directory has none).
+
+    Raises:
+        OSError: the directory exists but cannot be listed, or a file cannot be removed.
+    """
+    if names is None:
+        try:
+            names = os.listdir(directory)  # noqa: PTH208 (names only)
+        except FileNotFoundError:
+            return []
+    removed: list[Path] = []
+    for name in names:
+        target = temp_target(name)
+        if target is not None and owns(target):
+            path = directory / name
+            with contextlib.suppress(FileNotFoundError):  # another run swept it first
+                path.unlink()
+                removed.append(path)
+    return removed
 
 
 #: Characters encoded at a time by :func:`atomic_write_text` (text is never encoded
