@@ -95,10 +95,13 @@ def _replace(
     mode: int,
     error: type[AlterError],
     keep_if_same: bool,
+    reference: Path | None = None,
 ) -> bool:
     """Write ``chunks`` to a temporary file beside ``path`` (fsync), then rename it over
     ``path``; with ``keep_if_same``, compare with the file in place on the way and keep
     that one (unchanged, mtime and all) when the bytes and mode are the same.
+    ``reference`` is the file compared instead of ``path`` (then nothing is kept: the
+    caller links it).
 
     Returns:
         True when ``path`` was replaced.
@@ -115,9 +118,10 @@ def _replace(
         old: BinaryIO | None = None
         same = False
         if keep_if_same:
+            compared = reference or path
             try:
-                old = path.open("rb")
-                same = (path.stat().st_mode & 0o777) == mode
+                old = compared.open("rb")
+                same = (compared.stat().st_mode & 0o777) == mode
             except OSError:
                 old, same = None, False
         with os.fdopen(fd, "wb") as handle:
@@ -243,6 +247,38 @@ def atomic_write_chunks(
         AlterError: (``error``, RenderError by default) the file could not be written.
     """
     return _replace(path, chunks, mode=mode, error=error, keep_if_same=compare)
+
+
+def write_compared(
+    path: Path,
+    content: str | Iterable[str] | Iterable[Chunk],
+    reference: Path,
+    *,
+    mode: int = PUBLIC_MODE,
+    error: type[AlterError] = RenderError,
+    compare: bool = True,
+) -> bool:
+    """Write ``content`` (text parts, or byte chunks) to ``path`` (atomically) unless it
+    holds what ``reference`` holds; without ``compare`` (the caller knows they differ)
+    it is written unread.
+
+    Returns:
+        True when ``path`` was written; False when ``reference`` holds the same bytes
+        (and mode), and ``path`` is left as it was.
+
+    Raises:
+        AlterError: (``error``, RenderError by default) the file could not be written.
+    """
+    chunks = _as_chunks(content)
+    return _replace(path, chunks, mode=mode, error=error, keep_if_same=compare, reference=reference)
+
+
+def _as_chunks(content: str | Iterable[str] | Iterable[Chunk]) -> Iterator[Chunk]:
+    for part in _parts(content) if isinstance(content, str) else content:
+        if isinstance(part, str):
+            yield from _slices((part,))
+        else:
+            yield part
 
 
 def chunks_differ(path: Path, chunks: Iterable[Chunk]) -> bool:

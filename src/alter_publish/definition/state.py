@@ -8,6 +8,7 @@ DNSSEC key commands read it.
 
 from __future__ import annotations
 
+import dataclasses
 import hashlib
 import json
 from collections.abc import Iterable, Mapping, Sequence
@@ -126,6 +127,21 @@ class SerialState:
     ttls: ZoneTTLs | None = None
     #: SHA-256 of the zone file as written (``verify`` compares the file with it).
     zone_sha256: str | None = None
+    #: SHA-256 of the zone file it replaces: the state is written before the outputs are
+    #: switched, so a run killed in between leaves that file, complete, in place.
+    previous_zone_sha256: str | None = None
+
+    def replacing(self, old: SerialState | None, published: str | None) -> SerialState:
+        """This state written over ``old`` while the outputs hold the zone file of SHA-256
+        ``published`` (None: unknown, take ``old``'s): it remembers that digest until the
+        outputs are switched."""
+        if old is None or self.zone_sha256 is None:
+            return self
+        if published is None:
+            published = old.zone_sha256
+        if published == self.zone_sha256:
+            published = old.previous_zone_sha256
+        return dataclasses.replace(self, previous_zone_sha256=published)
 
     def to_text(self) -> str:
         """JSON form."""
@@ -140,6 +156,8 @@ class SerialState:
             }
         if self.zone_sha256 is not None:
             doc["zone_sha256"] = self.zone_sha256
+        if self.previous_zone_sha256 is not None:
+            doc["previous_zone_sha256"] = self.previous_zone_sha256
         return json.dumps(doc, indent=2, sort_keys=True) + "\n"
 
     @classmethod
@@ -168,6 +186,7 @@ class SerialState:
                 keys_since=_optional_int(zone_keys.get("since")),
                 ttls=ZoneTTLs.from_mapping(zone_keys) if "max_ttl" in zone_keys else None,
                 zone_sha256=_optional_str(doc.get("zone_sha256")),
+                previous_zone_sha256=_optional_str(doc.get("previous_zone_sha256")),
             )
         except FileNotFoundError:
             return None

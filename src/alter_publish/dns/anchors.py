@@ -97,11 +97,12 @@ def parse_trust_anchors(text: str, *, where: str) -> tuple[TrustAnchor, ...]:
     )
 
 
-def read_trust_anchors(path: Path) -> tuple[TrustAnchor, ...]:
+def read_trust_anchors(path: Path, where: Path | None = None) -> tuple[TrustAnchor, ...]:
     """Read and parse a trust anchor file (see :func:`parse_trust_anchors`).
 
     Args:
         path: the file.
+        where: its name in errors (default ``path``).
 
     Returns:
         The anchors, sorted by zone.
@@ -113,8 +114,8 @@ def read_trust_anchors(path: Path) -> tuple[TrustAnchor, ...]:
         text = path.read_text(encoding="utf-8")
     except (OSError, UnicodeDecodeError) as exc:
         what = exc.strerror if isinstance(exc, OSError) and exc.strerror else str(exc)
-        raise UsageError(f"cannot read trust anchors: {what}", where=str(path)) from exc
-    return parse_trust_anchors(text, where=str(path))
+        raise UsageError(f"cannot read trust anchors: {what}", where=str(where or path)) from exc
+    return parse_trust_anchors(text, where=str(where or path))
 
 
 def anchor_for(anchors: Sequence[TrustAnchor], name: dns.name.Name) -> TrustAnchor | None:

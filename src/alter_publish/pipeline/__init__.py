@@ -13,6 +13,7 @@ from __future__ import annotations
 from alter_publish.pipeline.build import ZonePlan
 from alter_publish.pipeline.context import RunContext
 from alter_publish.pipeline.paths import (
+    current_outputs,
     default_templates_dir,
     ds_path,
     output_paths,
@@ -40,6 +41,7 @@ __all__ = [
     "VerifyReport",
     "ZonePlan",
     "ZoneResult",
+    "current_outputs",
     "default_templates_dir",
     "dnssec_keygen",
     "ds_path",

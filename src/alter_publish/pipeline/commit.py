@@ -1,10 +1,13 @@
 """Writing a run: log first, then serial state, then outputs (a crash never leaves outputs
-the log lacks), for a full run and a patched one alike.
+the log lacks), for a full run and a patched one alike. The outputs are one set, switched
+at once (:mod:`alter_publish.outputset`): a kill at any instant leaves the whole previous
+set or the whole new one.
 """
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterable, Iterator
+import json
+from collections.abc import Callable, Iterable, Iterator, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -13,15 +16,18 @@ from alter_publish.errors import RenderError
 from alter_publish.fileio import (
     Chunk,
     atomic_write_bytes,
-    atomic_write_chunks,
-    atomic_write_text,
     chunks_differ,
     content_differs,
+    sweep_temp_files,
     text_differs,
+    write_compared,
 )
+from alter_publish.format.identitylog import log_path_for
 from alter_publish.interrupts import deferred_interrupts
+from alter_publish.keys.lifecycle import revocations_path_for
+from alter_publish.outputset import OutputSet, Staging, sweep_stores
 from alter_publish.pipeline.context import RunContext
-from alter_publish.pipeline.paths import ds_path, output_paths
+from alter_publish.pipeline.paths import zone_outputs
 
 
 @dataclass(frozen=True, slots=True)
@@ -78,48 +84,139 @@ def _commit(ctx: RunContext, writes: Writes) -> list[str]:
             writes.append_log()
         written.append(str(writes.log_path))
     state_path = state_path_for(writes.definition)
-    if write(state_path, writes.state.to_text().encode()):
+    outputs = zone_outputs(ctx.out, writes.zone)
+    published = _manifest(outputs.current()).get("zone_sha256")
+    state = writes.state.replacing(SerialState.read(state_path), published)
+    if write(state_path, state.to_text().encode()):
         written.append(str(state_path))
-    zone_file, envelopes_file = output_paths(ctx.out, writes.zone)
-    for path, content in ((zone_file, writes.zone_file), (envelopes_file, writes.envelopes_file)):
-        if content is not None and _write(path, content, dry_run=dry_run):
-            written.append(str(path))
-    if writes.ds is not None:
-        written += _write_ds(ds_path(ctx.out, writes.zone), writes.ds, dry_run=dry_run)
+    if dry_run:
+        return written + _would_write(outputs, writes)
+    return written + _switch(outputs, writes)
+
+
+def _contents(outputs: OutputSet, writes: Writes) -> dict[str, Text | Chunks | bytes | None]:
+    """Each file of the set: its new content (``b""``: none), or None to keep it."""
+    zone_name, envelopes_name, ds_name = outputs.names
+    return {zone_name: writes.zone_file, envelopes_name: writes.envelopes_file, ds_name: writes.ds}
+
+
+#: A generation's own record: the SHA-256 of its zone file (the state names it as the
+#: previous zone until the next generation is switched to).
+MANIFEST = "manifest.json"
+
+
+def _manifest(generation: Path) -> dict[str, str]:
+    """The generation's manifest; empty when it has none (an older release's outputs)."""
+    try:
+        doc = json.loads((generation / MANIFEST).read_text(encoding="utf-8"))
+    except (OSError, ValueError):
+        return {}
+    return {key: value for key, value in doc.items() if isinstance(value, str)}
+
+
+def _would_write(outputs: OutputSet, writes: Writes) -> list[str]:
+    """What :func:`_switch` would change (``sign --check``)."""
+    written: list[str] = []
+    seen = outputs.readable()  # what readers of the stable paths see
+    for path, (name, content) in zip(seen, _contents(outputs, writes).items(), strict=True):
+        if content == b"":
+            if path.exists():
+                written.append(f"{outputs.out / name} (would be removed: the zone is unsigned)")
+        elif content is not None and _differs(path, content):
+            written.append(str(outputs.out / name))
     return written
 
 
-def _write(path: Path, content: Text | Chunks, *, dry_run: bool) -> bool:
+def _differs(path: Path, content: Text | Chunks | bytes) -> bool:
     if isinstance(content, Text):
-        if dry_run:
-            return text_differs(path, content.parts)
-        return atomic_write_text(path, content.parts)
-    if dry_run:
+        return text_differs(path, content.parts)
+    if isinstance(content, Chunks):
         return chunks_differ(path, content.parts)
-    return atomic_write_chunks(path, content.parts, compare=False)
+    return content_differs(path, content)
 
 
-def _write_ds(ds_file: Path, ds: bytes, *, dry_run: bool) -> list[str]:
-    """Write the DS file, or remove it for an unsigned zone: a DS left at the registrar for
-    an unsigned zone makes it bogus, so none is offered.
+def _switch(outputs: OutputSet, writes: Writes) -> list[str]:
+    """Write the files that changed into a new generation of the set (the others carried
+    over), then switch the whole set at once; nothing changed: the set stays.
 
     Raises:
-        RenderError: it cannot be written or removed.
+        RenderError: a file cannot be written, or the set cannot be switched.
     """
-    if ds:
-        written = content_differs(ds_file, ds) if dry_run else atomic_write_bytes(ds_file, ds)
-        return [str(ds_file)] if written else []
-    if not ds_file.exists():
-        return []
-    if dry_run:
-        return [f"{ds_file} (would be removed: the zone is unsigned)"]
+    staging = outputs.stage()
+    written: list[str] = []
     try:
-        ds_file.unlink()
+        for name, content in _contents(outputs, writes).items():
+            if content == b"":  # a DS left at the registrar for an unsigned zone makes it
+                if staging.previous_path(name).exists():  # bogus: none is offered
+                    written.append(f"{outputs.out / name} (removed: the zone is unsigned)")
+            elif content is not None and _write(staging, name, content):
+                written.append(str(outputs.out / name))
+            else:
+                staging.keep(name)
+        if written:
+            manifest = {"zone_sha256": writes.state.zone_sha256}
+            atomic_write_bytes(staging.path(MANIFEST), json.dumps(manifest).encode())
+            staging.switch()
+            return written
+        staging.abandon()
+    except BaseException:
+        staging.abandon()
+        raise
+    return outputs.ensure_links()
+
+
+def _write(staging: Staging, name: str, content: Text | Chunks | bytes) -> bool:
+    """Write ``name`` into the new generation unless the current set has the same bytes."""
+    parts: Iterable[str] | Iterable[Chunk]
+    parts = (content,) if isinstance(content, bytes) else content.parts
+    return write_compared(
+        staging.path(name),
+        parts,
+        staging.previous_path(name),
+        compare=not isinstance(content, Chunks),
+    )
+
+
+#: Files a run owns in the output directory, by their ending (the zone file, envelopes,
+#: DS file, memo and fingerprint, a BIND include export).
+_OUTPUT_ENDINGS = (
+    ".zone",
+    ".envelopes.json",
+    ".ds",
+    ".memo.json",
+    ".fingerprint.json",
+    ".alter.include",
+)
+
+
+def sweep_leftovers(out: Path, definitions: Sequence[Path]) -> list[Path]:
+    """Remove what interrupted runs left: temporary files beside the files a run owns
+    (in the output directory; beside each definition: it, its state, log and revocations)
+    and generations of output sets never switched to.
+
+    Returns:
+        What was removed.
+
+    Raises:
+        RenderError: a directory cannot be listed or a leftover removed.
+    """
+    owned: dict[Path, set[str]] = {}
+    for definition in definitions:
+        names = owned.setdefault(definition.parent, set())
+        for path in (definition, state_path_for(definition), log_path_for(definition)):
+            names.add(path.name)
+        names.add(revocations_path_for(definition).name)
+    try:
+        removed = sweep_temp_files(out, lambda name: name.endswith(_OUTPUT_ENDINGS))
+        removed += sweep_stores(out)
+        for directory, names in owned.items():
+            removed += sweep_temp_files(directory, names.__contains__)
     except OSError as exc:
         raise RenderError(
-            f"cannot remove stale DS file: {exc.strerror}", where=str(ds_file)
+            f"cannot remove what an interrupted run left: {exc.strerror}",
+            where=str(exc.filename or out),
         ) from exc
-    return [f"{ds_file} (removed: the zone is unsigned)"]
+    return removed
 
 
 class Measured:

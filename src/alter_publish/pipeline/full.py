@@ -13,7 +13,7 @@ from alter_publish.pipeline.build import ZonePlan, dnssec_summary, published_han
 from alter_publish.pipeline.commit import Measured, Text, Writes, commit
 from alter_publish.pipeline.context import ProvenRun, RunContext, ZoneStart
 from alter_publish.pipeline.memory import record_fingerprint, record_memo
-from alter_publish.pipeline.paths import output_paths
+from alter_publish.pipeline.paths import current_outputs
 from alter_publish.pipeline.plan import plan_zone
 from alter_publish.pipeline.render import envelopes_document
 from alter_publish.pipeline.reports import Stopwatch, ZoneResult, zone_result
@@ -48,7 +48,7 @@ class Loaded:
             ServeError: the loopback server could not start.
         """
         spec, watch = self.spec, Stopwatch([("load", self.load_seconds)])
-        published = published_handles(output_paths(ctx.out, spec.origin)[1])
+        published = published_handles(current_outputs(ctx.out, spec.origin)[1])
         plan = plan_zone(ctx, spec, watch, published)
         proof = None
         if ctx.verify:

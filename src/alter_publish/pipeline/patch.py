@@ -73,7 +73,7 @@ from alter_publish.pipeline.memory import (
     valid_span,
     write_fingerprint,
 )
-from alter_publish.pipeline.paths import ds_path, output_paths
+from alter_publish.pipeline.paths import current_outputs
 from alter_publish.pipeline.render import (
     SignedHandle,
     envelope_line,
@@ -234,14 +234,14 @@ class _Rendered:
 
 
 def _render(
-    ctx: RunContext, base: _Base, signed: Sequence[SignedHandle], zone_file: Path
+    ctx: RunContext, base: _Base, signed: Sequence[SignedHandle], outputs: tuple[Path, Path]
 ) -> _Rendered | None:
     """Render the changed handles and the serial their digest gives; None when the old
     outputs are not where the memo says."""
     memo, spec = base.memo, base.spec
     try:
-        old_zone = zone_file.read_bytes()
-        old_envelopes = output_paths(ctx.out, spec.origin)[1].read_bytes()
+        old_zone = outputs[0].read_bytes()
+        old_envelopes = outputs[1].read_bytes()
     except OSError:
         return None
     if not memo.fits(old_zone, old_envelopes, base.changed):
@@ -288,10 +288,10 @@ def _patched_zone(
 ) -> tuple[_Rendered, list[Edit], dns.zone.Zone] | None:
     """The zone file's edits (sorted, none that changes nothing) and the zone of the
     changed lines to prove; None when anything does not fit."""
-    zone_file = output_paths(ctx.out, base.spec.origin)[0]
+    zone_file, envelopes_file, _ = current_outputs(ctx.out, base.spec.origin)  # one set
     try:
         with watch.stage("render"):
-            rendered = _render(ctx, base, signed, zone_file)
+            rendered = _render(ctx, base, signed, (zone_file, envelopes_file))
         if rendered is None:
             return None
         zone_edits, proof_text = list(rendered.zone_edits), list(rendered.proof_text)
@@ -549,7 +549,7 @@ def patched(ctx: RunContext, start: ZoneStart) -> Patched | None:
     with watch.stage("proof"):
         anchors: tuple[TrustAnchor, ...] = ()
         if base.window is not None:
-            anchors = read_trust_anchors(ds_path(ctx.out, base.spec.origin))
+            anchors = read_trust_anchors(current_outputs(ctx.out, base.spec.origin)[2])
         proof = prove_zone(
             mini, base.spec, chained.expectations, now=ctx.now, anchors=anchors, probe=False
         )

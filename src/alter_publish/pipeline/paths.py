@@ -4,6 +4,8 @@ from __future__ import annotations
 
 from pathlib import Path
 
+from alter_publish.outputset import OutputSet
+
 
 def default_templates_dir() -> Path:
     """The templates shipped with alter-publish (packaged, or the source tree's)."""
@@ -20,3 +22,17 @@ def output_paths(out: Path, zone: str) -> tuple[Path, Path]:
 def ds_path(out: Path, zone: str) -> Path:
     """``<out>/<zone>.ds``: the DS records to hand to the parent zone (the trust anchor)."""
     return out / f"{zone}.ds"
+
+
+def zone_outputs(out: Path, zone: str) -> OutputSet:
+    """The zone's output set: its zone file, envelopes document and DS file, switched as
+    one (see :mod:`alter_publish.outputset`)."""
+    zone_file, envelopes_file = output_paths(out, zone)
+    return OutputSet(out, zone, (zone_file.name, envelopes_file.name, ds_path(out, zone).name))
+
+
+def current_outputs(out: Path, zone: str) -> tuple[Path, Path, Path]:
+    """(zone file, envelopes document, DS file) of the set readers see now, resolved once:
+    read together, they are one run's outputs even while a ``sign`` switches the set."""
+    zone_file, envelopes_file, ds_file = zone_outputs(out, zone).readable()
+    return zone_file, envelopes_file, ds_file

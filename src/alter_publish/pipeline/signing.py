@@ -17,6 +17,7 @@ from alter_publish.errors import UsageError
 from alter_publish.keys.store import KeyStore
 from alter_publish.parallel import NoProgress, Progress
 from alter_publish.pipeline.clock import serial_warning
+from alter_publish.pipeline.commit import sweep_leftovers
 from alter_publish.pipeline.context import RunContext, ZoneRun, ZoneStart
 from alter_publish.pipeline.full import full
 from alter_publish.pipeline.patch import patched
@@ -71,6 +72,8 @@ def sign(
         incremental=incremental,
         progress=progress or NoProgress(),
     )
+    if not check:
+        sweep_leftovers(out, zone_files)
     runs = sorted((_strategy(ctx, path) for path in zone_files), key=lambda run: run.rank)
     _refuse_twice(runs)
     proven_runs = [run.prove(ctx) for run in runs]  # full runs plan and prove here

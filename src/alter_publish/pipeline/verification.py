@@ -32,7 +32,7 @@ from alter_publish.keys.lifecycle import (
     LogIndex,
 )
 from alter_publish.pipeline.chain import handle_expectation
-from alter_publish.pipeline.paths import ds_path, output_paths
+from alter_publish.pipeline.paths import current_outputs, ds_path, output_paths
 from alter_publish.pipeline.reports import VerifyReport
 from alter_publish.verify.proof import (
     ProofReport,
@@ -43,8 +43,11 @@ from alter_publish.verify.proof import (
 from alter_publish.verify.zonecheck import ZONE_CHECK_CATEGORY, check_zone
 
 
-def read_expected(envelopes_file: Path) -> dict[str, tuple[Envelope, tuple[str, ...]]]:
-    """Handle-ref -> (signed envelope, revocation texts) from ``<zone>.envelopes.json``.
+def read_expected(
+    envelopes_file: Path, where: Path | None = None
+) -> dict[str, tuple[Envelope, tuple[str, ...]]]:
+    """Handle-ref -> (signed envelope, revocation texts) from ``<zone>.envelopes.json``
+    (named ``where`` in errors: the stable path of a file read from an output set).
 
     Raises:
         RenderError: missing, unreadable or not an envelopes document.
@@ -60,25 +63,28 @@ def read_expected(envelopes_file: Path) -> dict[str, tuple[Envelope, tuple[str, 
         }
     except FileNotFoundError as exc:
         raise RenderError(
-            "not found; run 'alter-publish sign' first", where=str(envelopes_file)
+            "not found; run 'alter-publish sign' first", where=str(where or envelopes_file)
         ) from exc
     except (OSError, ValueError, KeyError, TypeError, AlterError) as exc:
-        raise RenderError(f"not an envelopes document ({exc})", where=str(envelopes_file)) from exc
+        raise RenderError(
+            f"not an envelopes document ({exc})", where=str(where or envelopes_file)
+        ) from exc
 
 
-def read_zone_file(path: Path, origin: str) -> dns.zone.Zone:
-    """Read and parse a rendered zone file.
+def read_zone_file(path: Path, origin: str, where: Path | None = None) -> dns.zone.Zone:
+    """Read and parse a rendered zone file (named ``where`` in errors, if given).
 
     Raises:
         RenderError: missing, unreadable or not a valid zone (names the line).
     """
+    name = str(where or path)
     try:
         text = path.read_text(encoding="utf-8")
     except FileNotFoundError as exc:
-        raise RenderError("not found; run 'alter-publish sign' first", where=str(path)) from exc
+        raise RenderError("not found; run 'alter-publish sign' first", where=name) from exc
     except (OSError, UnicodeDecodeError) as exc:
-        raise RenderError(f"cannot read: {exc}", where=str(path)) from exc
-    return parse_zone_text(text, origin, where=str(path))
+        raise RenderError(f"cannot read: {exc}", where=name) from exc
+    return parse_zone_text(text, origin, where=name)
 
 
 def verify(
@@ -117,14 +123,15 @@ def verify(
     for path in zone_files:
         spec = load_zone(path)
         warnings.extend(spec.warnings())
-        zone_file, envelopes_file = output_paths(out, spec.origin)
+        zone_file, envelopes_file = output_paths(out, spec.origin)  # named in messages
+        read = current_outputs(out, spec.origin)  # read: one set, however sign switches it
         anchors: tuple[TrustAnchor, ...] = ()
         if given is not None:
             anchors = given
         elif spec.dnssec.enabled and not allow_insecure:
-            anchors = read_trust_anchors(ds_path(out, spec.origin))
+            anchors = read_trust_anchors(read[2], where=ds_path(out, spec.origin))
         index = LogIndex(read_log(log_path_for(spec.path)))
-        expected = read_expected(envelopes_file)
+        expected = read_expected(read[1], where=envelopes_file)
         expectations = {
             handle_spec.handle.ref: handle_expectation(handle_spec, envelope, revocations, index)
             for handle_spec in spec.handles
@@ -132,13 +139,13 @@ def verify(
             for envelope, revocations in [expected[handle_spec.handle.ref]]
         }
         if server is None:
-            zone = read_zone_file(zone_file, spec.origin)
+            zone = read_zone_file(read[0], spec.origin, where=zone_file)
             proof = prove_zone(zone, spec, expectations, now=now, anchors=anchors)
             proofs.append(proof)
             # A handle that failed is reported as the proof found it; when only the denial
             # probe failed, the zone check names the record (the SOA, the chain) at fault.
             if all(result.ok for result in proof.results):
-                warnings.extend(_check_zone_file(zone, zone_file, spec, now))
+                warnings.extend(_check_zone_file(zone, (read[0], zone_file), spec, now))
         else:
             check_answers(server, spec.origin, now=now)
             secure = False if allow_insecure else None
@@ -150,7 +157,7 @@ def verify(
 
 def _check_zone_file(
     zone: dns.zone.Zone,
-    zone_file: Path,
+    files: tuple[Path, Path],
     spec: ZoneSpec,
     now: int,
 ) -> tuple[str, ...]:
@@ -162,6 +169,7 @@ def _check_zone_file(
         VerificationError: names the first record (or the file) not as ``sign`` proved it.
         RenderError: the state file or the zone file cannot be read.
     """
+    path, zone_file = files  # the file read, and its name
     check_zone(zone, dnssec=spec.dnssec, now=now, where=str(zone_file))
     state_path = state_path_for(spec.path)
     state = SerialState.read(state_path)
@@ -171,9 +179,14 @@ def _check_zone_file(
             "the file was checked record by record only, not compared with it",
         )
     try:
-        digest = zone_sha256((zone_file.read_bytes(),))
+        digest = zone_sha256((path.read_bytes(),))
     except OSError as exc:
         raise RenderError(f"cannot read: {exc.strerror}", where=str(zone_file)) from exc
+    if digest == state.previous_zone_sha256 and digest != state.zone_sha256:
+        return (
+            f"{zone_file}: the outputs of the sign before the last one (the last was stopped "
+            f"after writing {state_path}, before switching the outputs); run sign again",
+        )
     if digest != state.zone_sha256:
         raise VerificationError(
             f"not the zone file sign wrote (its SHA-256 is not the one in {state_path}); "

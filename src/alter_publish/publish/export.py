@@ -40,7 +40,7 @@ from alter_publish.format.envelope import (
     parse_record,
     split_txt,
 )
-from alter_publish.pipeline import output_paths
+from alter_publish.pipeline import current_outputs, output_paths
 from alter_publish.pipeline.render import ENVELOPES_FORMAT, txt_rdata_text
 
 WELL_KNOWN_FORMAT = "alter-publish/well-known/1"
@@ -150,9 +150,10 @@ def load_export(spec: ZoneSpec, out: Path) -> ZoneExport:
             another zone, or does not match the definition handle for handle (every
             problem is in ``reasons``).
     """
+    _, read, _ = current_outputs(out, spec.origin)
     _, path = output_paths(out, spec.origin)
     try:
-        text = path.read_text(encoding="utf-8")
+        text = read.read_text(encoding="utf-8")
     except FileNotFoundError as exc:
         raise RenderError(f"not found; {_RUN_SIGN}", where=str(path)) from exc
     except (OSError, UnicodeDecodeError) as exc:

@@ -1,0 +1,330 @@
+"""A set of files that readers see switch as one (the atomic writer of Kubernetes volumes).
+
+A zone's outputs (``<zone>.zone``, ``<zone>.envelopes.json``, ``<zone>.ds``) are written
+into a fresh generation directory, ``<out>/.<zone>.outputs/g<N>``; then one symlink,
+``<out>/.<zone>.outputs/current``, is renamed onto it. ``rename(2)`` replaces a symlink
+atomically on Linux and macOS (POSIX requires it), so after a kill at any instant
+``current`` names the whole previous set or the whole new one. The paths users script
+against stay: each ``<out>/<name>`` is a symlink to ``.<zone>.outputs/current/<name>``.
+A reader that needs several files of one set resolves ``current`` once
+(:meth:`OutputSet.current`) and reads them all from the directory it names.
+
+A generation is never modified once it is current; a file that did not change is a hard
+link to the previous generation's. The previous generation stays (a reader that resolved
+it may still be reading it); older ones, and what interrupted runs left, are removed.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import re
+import shutil
+from dataclasses import dataclass
+from pathlib import Path
+
+from alter_publish.errors import AlterError, RenderError
+from alter_publish.fileio import PUBLIC_DIR_MODE, make_dirs
+
+#: ``<out>/.<name><STORE_SUFFIX>`` holds the generations of one set.
+STORE_SUFFIX = ".outputs"
+#: The symlink in the store naming the current generation.
+CURRENT = "current"
+_GENERATION = re.compile(r"g(\d{1,18})")
+
+
+def _fsync_dir(directory: Path) -> None:
+    """Make a directory's entries (renames, links) durable."""
+    fd = os.open(directory, os.O_RDONLY | os.O_DIRECTORY)
+    try:
+        os.fsync(fd)
+    finally:
+        os.close(fd)
+
+
+def _replace_symlink(link: Path, target: str) -> None:
+    """Point ``link`` at ``target`` in one rename (a symlink beside it, then over it)."""
+    temp = link.with_name(f".{link.name}.{os.getpid()}.link")
+    with contextlib.suppress(FileNotFoundError):
+        temp.unlink()
+    temp.symlink_to(target)
+    try:
+        temp.replace(link)
+    except BaseException:
+        with contextlib.suppress(OSError):
+            temp.unlink()
+        raise
+
+
+@dataclass(frozen=True, slots=True)
+class OutputSet:
+    """The files ``names`` in ``out`` that belong to the set ``name`` (a zone)."""
+
+    out: Path
+    name: str
+    names: tuple[str, ...]
+
+    @property
+    def store(self) -> Path:
+        """``<out>/.<name>.outputs``: the generations and the ``current`` symlink."""
+        return self.out / f".{self.name}{STORE_SUFFIX}"
+
+    def link_target(self, name: str) -> str:
+        """What ``<out>/<name>`` points at: ``.<set>.outputs/current/<name>``."""
+        return f"{self.store.name}/{CURRENT}/{name}"
+
+    def current(self) -> Path:
+        """The directory of the set readers see now, resolved once: files read from it
+        all belong to one set. Without generations (none written yet, or outputs of a
+        release before them, regular files in ``out``): ``out`` itself."""
+        try:
+            target = str((self.store / CURRENT).readlink())
+        except OSError:
+            return self.out
+        if not _GENERATION.fullmatch(target):
+            return self.out
+        return self.store / target
+
+    def readable(self) -> tuple[Path, ...]:
+        """Where to read each of ``names`` as users see it, one set: in the current
+        generation (resolved once) when ``<out>/<name>`` is our link, else the path itself
+        (missing, or a file put there by hand: what a reader of that path gets)."""
+        current = self.current()
+        paths: list[Path] = []
+        for name in self.names:
+            path = self.out / name
+            try:
+                ours = str(path.readlink()) == self.link_target(name)
+            except OSError:
+                ours = False
+            paths.append(current / name if ours else path)
+        return tuple(paths)
+
+    def stage(self, error: type[AlterError] = RenderError) -> Staging:
+        """Start the next generation (after moving outputs of older releases into one).
+
+        Raises:
+            AlterError: (``error``) the store cannot be prepared.
+        """
+        try:
+            make_dirs(self.store, PUBLIC_DIR_MODE)
+            self._sweep_store()
+            self._adopt_copied_current()
+            self._adopt_flat_files()
+            number = 1 + max(self._generations(), default=0)
+            directory = self.store / f"g{number}.staging"
+            directory.mkdir()
+            directory.chmod(PUBLIC_DIR_MODE)
+        except OSError as exc:
+            raise error(
+                f"cannot prepare the output set: {exc.strerror}", where=str(self.store)
+            ) from exc
+        return Staging(self, directory, number, error)
+
+    def ensure_links(self, error: type[AlterError] = RenderError) -> list[str]:
+        """Make each ``<out>/<name>`` the current generation holds a link into it again
+        (one removed or replaced by hand).
+
+        Returns:
+            The paths (re)linked.
+
+        Raises:
+            AlterError: (``error``) a link cannot be made.
+        """
+        current = self.current()
+        if current == self.out:
+            return []
+        try:
+            return [str(self.out / name) for name in self.names if self._link(name, current)]
+        except OSError as exc:
+            raise error(f"cannot link: {exc.strerror}", where=str(self.out)) from exc
+
+    # --- inside ------------------------------------------------------------------
+
+    def _generations(self) -> list[int]:
+        return [
+            int(match.group(1))
+            for entry in os.listdir(self.store)  # noqa: PTH208 (names only)
+            if (match := _GENERATION.fullmatch(entry))
+        ]
+
+    def _sweep_store(self) -> None:
+        sweep_store(self.store)
+
+    def _adopt_copied_current(self) -> None:
+        """A ``current`` that is a directory, not a link (the store copied without its
+        links, as ``shutil.copytree`` does by default), becomes a generation again."""
+        current = self.store / CURRENT
+        if current.is_symlink() or not current.is_dir():
+            return
+        generation = f"g{1 + max(self._generations(), default=0)}"
+        current.rename(self.store / generation)
+        _replace_symlink(current, generation)
+        _fsync_dir(self.store)
+
+    def _adopt_flat_files(self) -> None:
+        """Outputs of a release before generations (regular files at the stable paths)
+        become generation 0, then links replace them one by one: each link shows the same
+        bytes as the file it replaces, so a reader sees one set throughout."""
+        current = self.current()
+        flat = [name for name in self.names if _regular_file(self.out / name)]
+        if not flat:
+            return
+        if current == self.out:
+            adopted = self.store / "g0.staging"
+            adopted.mkdir()
+            for name in flat:
+                os.link(self.out / name, adopted / name)
+            _fsync_dir(adopted)
+            adopted.rename(self.store / "g0")
+            _replace_symlink(self.store / CURRENT, "g0")
+            _fsync_dir(self.store)
+            current = self.store / "g0"
+        for name in flat:
+            self._link(name, current)
+        _fsync_dir(self.out)
+
+    def _link(self, name: str, generation: Path) -> bool:
+        """Make ``<out>/<name>`` our link when ``generation`` holds ``name``; remove our
+        link when it does not. True when anything changed."""
+        path = self.out / name
+        target = self.link_target(name)
+        try:
+            existing: str | None = str(path.readlink())
+        except FileNotFoundError:
+            existing = None
+        except OSError:  # a regular file (or something else) where the link goes
+            existing = ""
+        if not (generation / name).exists():
+            if existing == target:
+                path.unlink()
+                return True
+            return False
+        if existing == target:
+            return False
+        _replace_symlink(path, target)
+        return True
+
+
+def sweep_store(store: Path) -> list[Path]:
+    """Remove what interrupted runs left in a set's store: generations being written and
+    temporary links (the store holds nothing else of anyone's).
+
+    Returns:
+        What was removed.
+
+    Raises:
+        OSError: the store cannot be listed or cleaned.
+    """
+    removed: list[Path] = []
+    for entry in os.listdir(store):  # noqa: PTH208 (names only)
+        if entry == CURRENT or _GENERATION.fullmatch(entry):
+            continue
+        path = store / entry
+        if path.is_dir() and not path.is_symlink():
+            shutil.rmtree(path)
+        else:
+            path.unlink()
+        removed.append(path)
+    return removed
+
+
+def sweep_stores(out: Path) -> list[Path]:
+    """:func:`sweep_store` for every set's store in ``out``.
+
+    Raises:
+        OSError: ``out`` or a store cannot be listed or cleaned.
+    """
+    try:
+        names = os.listdir(out)  # noqa: PTH208 (names only)
+    except FileNotFoundError:
+        return []
+    removed: list[Path] = []
+    for name in names:
+        store = out / name
+        if name.startswith(".") and name.endswith(STORE_SUFFIX) and store.is_dir():
+            removed += sweep_store(store)
+    return removed
+
+
+def _regular_file(path: Path) -> bool:
+    return path.is_file() and not path.is_symlink()
+
+
+class Staging:
+    """A generation being written: files go to :meth:`path`; :meth:`switch` makes it the
+    current one, :meth:`abandon` drops it."""
+
+    def __init__(
+        self, outputs: OutputSet, directory: Path, number: int, error: type[AlterError]
+    ) -> None:
+        self.outputs = outputs
+        self.directory = directory
+        self.number = number
+        self.error = error
+        self.previous = outputs.current()
+
+    def path(self, name: str) -> Path:
+        """Where the new generation's ``name`` is written."""
+        return self.directory / name
+
+    def previous_path(self, name: str) -> Path:
+        """``name`` in the set readers see now (compare with it; keep it)."""
+        return self.previous / name
+
+    def keep(self, name: str) -> None:
+        """Carry ``name`` over from the current set unchanged (a hard link; nothing when
+        the current set lacks it).
+
+        Raises:
+            AlterError: (``error``) it cannot be linked or copied.
+        """
+        source = self.previous_path(name)
+        try:
+            if not source.exists():
+                return
+            try:
+                os.link(source, self.path(name))
+            except OSError:  # a file system without hard links
+                shutil.copy2(source, self.path(name))
+        except OSError as exc:
+            raise self.error(f"cannot keep: {exc.strerror}", where=str(source)) from exc
+
+    def switch(self) -> None:
+        """Publish the generation: one rename of the ``current`` symlink; then remove the
+        generations before the previous one.
+
+        Raises:
+            AlterError: (``error``) a rename or link failed (the previous set stays).
+        """
+        outputs = self.outputs
+        generation = outputs.store / f"g{self.number}"
+        try:
+            _fsync_dir(self.directory)
+            self.directory.rename(generation)
+            self.directory = generation
+            present = [name for name in outputs.names if (generation / name).exists()]
+            for name in present:  # before the switch, a link to a file the current set
+                outputs._link(name, generation)  # lacks reads as missing, as it is
+            _replace_symlink(outputs.store / CURRENT, generation.name)
+            _fsync_dir(outputs.store)
+            for name in outputs.names:
+                if name not in present:
+                    outputs._link(name, generation)  # our link to a file now gone
+            _fsync_dir(outputs.out)
+            self._remove_old(keep={generation.name, self.previous.name})
+        except OSError as exc:
+            raise self.error(
+                f"cannot switch the output set: {exc.strerror}", where=str(outputs.store)
+            ) from exc
+
+    def abandon(self) -> None:
+        """Drop the generation (nothing changed, or a write failed); the current set stays
+        as it is (once switched, nothing is dropped)."""
+        if self.directory.name.endswith(".staging"):
+            shutil.rmtree(self.directory, ignore_errors=True)
+
+    def _remove_old(self, keep: set[str]) -> None:
+        for entry in os.listdir(self.outputs.store):  # noqa: PTH208 (names only)
+            if _GENERATION.fullmatch(entry) and entry not in keep:
+                shutil.rmtree(self.outputs.store / entry, ignore_errors=True)
