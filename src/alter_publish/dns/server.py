@@ -279,6 +279,7 @@ class ZoneServer:
             except Exception:  # keep serving whatever happens to one packet
                 logger.debug("UDP reply to %s failed", peer, exc_info=True)
 
+
 def _wake_host(host: str, family: int) -> str:
     """The address to reach a socket bound to ``host`` (wildcards -> loopback)."""
     if host in ("0.0.0.0", ""):  # noqa: S104 - comparing, not binding
