@@ -21,6 +21,15 @@ from alter_publish.cli.output import emit_json, envelope_mapping, fail, print_en
 from alter_publish.dns.anchors import read_trust_anchors
 from alter_publish.dns.answerers import answerer_for
 from alter_publish.dns.server import ZoneServer
+from alter_publish.dns.tcpservice import (
+    CONNECTIONS_RANGE,
+    IDLE_TIMEOUT_RANGE_SECONDS,
+    IO_TIMEOUT_RANGE_SECONDS,
+    TCP_CONNECTIONS_MAX,
+    TCP_IDLE_TIMEOUT_SECONDS,
+    TCP_IO_TIMEOUT_SECONDS,
+    TcpLimits,
+)
 from alter_publish.dns.zonefile import origin_of
 from alter_publish.errors import EXIT_VERIFICATION, VerificationError
 from alter_publish.format.handles import AlterURI, parse_reference
@@ -149,16 +158,60 @@ def verify_record_command(
         typer.echo(f"{'result:':12} valid")
 
 
+MILLISECONDS_PER_SECOND = 1000
+TCP_IO_TIMEOUT_MILLISECONDS = round(TCP_IO_TIMEOUT_SECONDS * MILLISECONDS_PER_SECOND)
+TcpMaxConnectionsOption = Annotated[
+    int,
+    typer.Option(
+        "--tcp-max-connections",
+        help="TCP connections served at once; when all are taken, a new one replaces "
+        "the connection that has waited longest.",
+        min=CONNECTIONS_RANGE[0],
+        max=CONNECTIONS_RANGE[1],
+    ),
+]
+TcpIoTimeoutOption = Annotated[
+    int,
+    typer.Option(
+        "--tcp-io-timeout",
+        help="Milliseconds a client has to send one whole query, and to read one whole "
+        "reply, over TCP (Knot's tcp-io-timeout).",
+        min=round(IO_TIMEOUT_RANGE_SECONDS[0] * MILLISECONDS_PER_SECOND),
+        max=round(IO_TIMEOUT_RANGE_SECONDS[1] * MILLISECONDS_PER_SECOND),
+    ),
+]
+TcpIdleTimeoutOption = Annotated[
+    float,
+    typer.Option(
+        "--tcp-idle-timeout",
+        help="Seconds a TCP connection may wait between queries while half the slots are "
+        "free; shorter as they fill (Knot's tcp-idle-timeout, unbound's shrinking).",
+        min=IDLE_TIMEOUT_RANGE_SECONDS[0],
+        max=IDLE_TIMEOUT_RANGE_SECONDS[1],
+    ),
+]
+
+
 def serve(
     zone_files: Annotated[list[Path], typer.Argument(help="Zone files to serve.")],
     address: Annotated[str, typer.Option("--address", help="Address to listen on.")] = "127.0.0.1",
     port: Annotated[
         int, typer.Option("--port", help="Port (0: any free port).", min=0, max=65535)
     ] = 0,
+    tcp_max_connections: TcpMaxConnectionsOption = TCP_CONNECTIONS_MAX,
+    tcp_io_timeout: TcpIoTimeoutOption = TCP_IO_TIMEOUT_MILLISECONDS,
+    tcp_idle_timeout: TcpIdleTimeoutOption = TCP_IDLE_TIMEOUT_SECONDS,
 ) -> None:
     """Serve zone files with the embedded authoritative server (UDP and TCP) until Ctrl-C."""
+    limits = TcpLimits(
+        max_connections=tcp_max_connections,
+        io_timeout_seconds=tcp_io_timeout / MILLISECONDS_PER_SECOND,
+        idle_timeout_seconds=tcp_idle_timeout,
+    )
     zones = [pipeline.read_zone_file(path, origin_of(path)) for path in zone_files]
-    with ZoneServer(answerer=answerer_for(zones), address=address, port=port) as server:
+    with ZoneServer(
+        answerer=answerer_for(zones), address=address, port=port, tcp_limits=limits
+    ) as server:
         host, bound = server.address
         names = ", ".join(str(zone.origin) for zone in zones)
         typer.echo(f"serving {names} on {host}:{bound} (udp+tcp); Ctrl-C to stop", err=True)

@@ -7,9 +7,11 @@
 (lookups, referrals, NSEC and NSEC3 denial proofs, truncation). Any other
 :class:`Answerer` can take the cache's place (the wire-level
 :class:`~alter_publish.dns.wirezone.WireZone` for large zones). The server
-only moves bytes: one thread runs a plain ``recvfrom`` loop for UDP, one
-thread accepts TCP connections and each connection gets a thread that answers
-length-prefixed queries until the client closes or goes idle.
+only moves bytes: one thread runs a plain ``recvfrom`` loop for UDP, and one
+thread runs :class:`~alter_publish.dns.tcpservice.TcpService`, which shares the TCP
+connection slots under :class:`~alter_publish.dns.tcpservice.TcpLimits` (a deadline
+per message, an idle limit that shrinks as the slots fill, the longest-waiting
+connection evicted for a new one) so that slow clients cannot starve it.
 """
 
 from __future__ import annotations
@@ -17,7 +19,6 @@ from __future__ import annotations
 import contextlib
 import logging
 import socket
-import struct
 import threading
 from collections.abc import Sequence
 from types import TracebackType
@@ -26,12 +27,14 @@ from typing import Final
 import dns.zone
 
 from alter_publish.dns.answerers import Answerer
+from alter_publish.dns.tcpservice import TcpLimits, TcpService
 from alter_publish.dns.wire import DNS_MESSAGE_MAX_OCTETS
 from alter_publish.dns.zoneindex import ResponseCache, ZoneIndex
 from alter_publish.errors import ServeError
 
 __all__ = [
     "UDP_PAYLOAD_MAX_OCTETS",
+    "TcpLimits",
     "ZoneServer",
 ]
 
@@ -39,10 +42,6 @@ logger = logging.getLogger(__name__)
 
 #: The largest UDP response the server sends, whatever the client offers.
 UDP_PAYLOAD_MAX_OCTETS: Final = 4096
-#: How long a TCP connection may sit idle between (or within) queries.
-TCP_IDLE_TIMEOUT_SECONDS: Final = 5.0
-#: TCP connections served at once; further connections are closed at once.
-TCP_CONNECTIONS_MAX: Final = 64
 #: listen() backlog of the TCP socket.
 TCP_BACKLOG: Final = 128
 #: How many UDP+TCP port pairs to try when the OS picks the port.
@@ -72,6 +71,7 @@ class ZoneServer:
         address: str = "127.0.0.1",
         port: int = 0,
         answerer: Answerer | None = None,
+        tcp_limits: TcpLimits | None = None,
     ) -> None:
         """Index the zones; nothing is bound until :meth:`start`.
 
@@ -81,6 +81,7 @@ class ZoneServer:
             port: the UDP and TCP port; 0 lets the OS pick a free one.
             answerer: answers every query instead of the indexed ``zones``
                 (which may then be empty; :attr:`index` still holds them).
+            tcp_limits: TCP connection slots and deadlines (default: :class:`TcpLimits`).
 
         Raises:
             ServeError: a zone has no origin or SOA, or two zones share an origin.
@@ -94,9 +95,8 @@ class ZoneServer:
         self._tcp: socket.socket | None = None
         self._bound: tuple[str, int] | None = None
         self._threads: list[threading.Thread] = []
-        self._conns: set[socket.socket] = set()
-        self._conn_threads: set[threading.Thread] = set()
-        self._conns_lock = threading.Lock()
+        self._tcp_limits = TcpLimits() if tcp_limits is None else tcp_limits
+        self._tcp_service: TcpService | None = None
         self._stopping = threading.Event()
         self._stopped = threading.Event()
         self._stopped.set()
@@ -143,13 +143,13 @@ class ZoneServer:
             self._bound = (str(host), int(port))
             self._stopping.clear()
             self._stopped.clear()
+            service = TcpService(tcp, self._respond, self._tcp_limits)
+            self._tcp_service = service
             self._threads = [
                 threading.Thread(
                     target=self._serve_udp, args=(udp,), name=f"dns-udp-{port}", daemon=True
                 ),
-                threading.Thread(
-                    target=self._serve_tcp, args=(tcp,), name=f"dns-tcp-{port}", daemon=True
-                ),
+                threading.Thread(target=service.run, name=f"dns-tcp-{port}", daemon=True),
             ]
             for thread in self._threads:
                 thread.start()
@@ -215,25 +215,15 @@ class ZoneServer:
                 waker.sendto(b"", (wake_host, bound[1]))
             with contextlib.suppress(OSError):
                 udp.shutdown(socket.SHUT_RDWR)
-            # Wake the accept loop: shutdown() on Linux, a connection elsewhere.
-            with contextlib.suppress(OSError):
-                tcp.shutdown(socket.SHUT_RDWR)
-            with (
-                contextlib.suppress(OSError),
-                socket.create_connection((wake_host, bound[1]), timeout=0.5),
-            ):
-                pass
-            with self._conns_lock:
-                conns = list(self._conns)
-                conn_threads = list(self._conn_threads)
-            for conn in conns:
-                with contextlib.suppress(OSError):
-                    conn.shutdown(socket.SHUT_RDWR)
-            for thread in [*self._threads, *conn_threads]:
+            # The TCP loop closes every connection and returns.
+            if self._tcp_service is not None:
+                self._tcp_service.wake()
+            for thread in self._threads:
                 thread.join(THREAD_JOIN_SECONDS)
             udp.close()
             tcp.close()
             self._udp = self._tcp = None
+            self._tcp_service = None
             self._threads = []
             self._stopped.set()
             logger.debug("stopped serving on %s:%d", *bound)
@@ -288,66 +278,6 @@ class ZoneServer:
                     sendto(reply, peer)
             except Exception:  # keep serving whatever happens to one packet
                 logger.debug("UDP reply to %s failed", peer, exc_info=True)
-
-    def _serve_tcp(self, listener: socket.socket) -> None:
-        while not self._stopping.is_set():
-            try:
-                conn, _ = listener.accept()
-            except OSError:
-                if self._stopping.is_set() or listener.fileno() < 0:
-                    return
-                logger.debug("TCP accept failed", exc_info=True)
-                continue
-            with self._conns_lock:
-                if self._stopping.is_set() or len(self._conns) >= TCP_CONNECTIONS_MAX:
-                    conn.close()
-                    continue
-                thread = threading.Thread(
-                    target=self._serve_tcp_connection,
-                    args=(conn,),
-                    name="dns-tcp-conn",
-                    daemon=True,
-                )
-                self._conns.add(conn)
-                self._conn_threads.add(thread)
-            thread.start()
-
-    def _serve_tcp_connection(self, conn: socket.socket) -> None:
-        respond = self._respond
-        try:
-            conn.settimeout(TCP_IDLE_TIMEOUT_SECONDS)
-            while not self._stopping.is_set():
-                prefix = _recv_exact(conn, 2)
-                if prefix is None:
-                    return
-                (length,) = struct.unpack("!H", prefix)
-                wire = _recv_exact(conn, length)
-                if wire is None:
-                    return
-                reply = respond(wire, None)
-                if reply is None:  # garbage or a response: hang up
-                    return
-                conn.sendall(struct.pack("!H", len(reply)) + reply)
-        except Exception:  # timeouts, resets, anything: just close
-            logger.debug("TCP connection closed on error", exc_info=True)
-        finally:
-            conn.close()
-            with self._conns_lock:
-                self._conns.discard(conn)
-                self._conn_threads.discard(threading.current_thread())
-
-
-def _recv_exact(conn: socket.socket, count: int) -> bytes | None:
-    """Read exactly ``count`` bytes; ``None`` if the peer closes first."""
-    buffer = bytearray(count)
-    view = memoryview(buffer)
-    received = 0
-    while received < count:
-        chunk = conn.recv_into(view[received:])
-        if chunk == 0:
-            return None
-        received += chunk
-    return bytes(buffer)
 
 
 def _wake_host(host: str, family: int) -> str:
