@@ -86,7 +86,7 @@ def _mode_problem(path: Path, info: os.stat_result) -> KeyStoreError | None:
             f"fix with: chmod 600 {path}",
             where=str(path),
         )
-    return owner_problem(str(path), info)
+    return owner_problem(path, info)
 
 
 def read_private(path: Path, *, dir_fd: int | None = None) -> bytes:

@@ -21,6 +21,7 @@ from __future__ import annotations
 import os
 import pwd
 import stat
+from pathlib import Path
 
 from alter_publish.errors import KeyStoreError
 
@@ -37,15 +38,15 @@ def owner_name(uid: int) -> str:
         return str(uid)
 
 
-def owner_problem(path: str, info: os.stat_result) -> KeyStoreError | None:
+def owner_problem(path: str | Path, info: os.stat_result) -> KeyStoreError | None:
     """The error for a key file or directory owned by another user (None: ours or root's)."""
     me = os.geteuid()
-    if info.st_uid in (me, _ROOT_UID):
-        return None
+    if info.st_uid == me or info.st_uid == _ROOT_UID:
+        return None  # (before any text is made: this runs for 200,000 files at scale)
     return KeyStoreError(
         f"owned by {owner_name(info.st_uid)} (uid {info.st_uid}), not by you; "
         f"fix with: chown {owner_name(me)} {path}",
-        where=path,
+        where=str(path),
     )
 
 
