@@ -43,9 +43,10 @@ def owner_problem(path: str | Path, info: os.stat_result) -> KeyStoreError | Non
     me = os.geteuid()
     if info.st_uid == me or info.st_uid == _ROOT_UID:
         return None  # (before any text is made: this runs for 200,000 files at scale)
+    owner = owner_name(info.st_uid)
+    who = f"uid {info.st_uid}" if owner == str(info.st_uid) else f"{owner} (uid {info.st_uid})"
     return KeyStoreError(
-        f"owned by {owner_name(info.st_uid)} (uid {info.st_uid}), not by you; "
-        f"fix with: chown {owner_name(me)} {path}",
+        f"owned by {who}, not by you; fix with: chown {owner_name(me)} {path}",
         where=str(path),
     )
 
