@@ -2,9 +2,11 @@
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import stat
+from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
@@ -251,3 +253,81 @@ def test_current_material_is_what_the_key_object_holds(
             store.current_material("example.com", parse_handle("~nobody"), zone_fd=zone_fd)
     finally:
         os.close(zone_fd)
+
+
+@contextlib.contextmanager
+def _umask(mask: int) -> Iterator[None]:
+    old = os.umask(mask)
+    try:
+        yield
+    finally:
+        os.umask(old)
+
+
+def _mode(path: Path) -> int:
+    return stat.S_IMODE(path.stat().st_mode)
+
+
+@pytest.mark.parametrize("offline", [False, True], ids=["secret-kept", "secret-offline"])
+def test_key_directories_are_0700_whatever_the_umask(tmp_path: Path, offline: bool) -> None:
+    """Offline, the first file of the epoch is its public ``.rc``: the directory is not."""
+    store = KeyStore(tmp_path / "keys")
+    with _umask(0):
+        store.generate("example.com", BLAKE, 1, secret_out=tmp_path / "s" if offline else None)
+        store.zones.save("example.org", [])  # keys.json is public, _dnssec/ is not
+    keys = tmp_path / "keys"
+    made = [keys, keys / "example.com", keys / "example.com" / "blake"]
+    made += [keys / "example.org", keys / "example.org" / "_dnssec"]
+    assert {str(path): f"{_mode(path):04o}" for path in made} == {str(p): "0700" for p in made}
+
+
+def _worker_material(store: KeyStore) -> tuple[int, bytes, bytes]:
+    """``current_material`` as the signing workers call it, through the open zone dir."""
+    zone_fd = store.open_zone_dir("example.com")
+    try:
+        return store.current_material("example.com", BLAKE, zone_fd=zone_fd)
+    finally:
+        if zone_fd is not None:
+            os.close(zone_fd)
+
+
+@pytest.mark.parametrize("where", ["root", "zone", "handle"])
+def test_key_directories_others_can_write_are_refused(tmp_path: Path, where: str) -> None:
+    KeyStore(tmp_path / "keys").generate("example.com", BLAKE, 1)
+    directory = {
+        "root": tmp_path / "keys",
+        "zone": tmp_path / "keys" / "example.com",
+        "handle": tmp_path / "keys" / "example.com" / "blake",
+    }[where]
+    directory.chmod(0o775)
+    store = KeyStore(tmp_path / "keys")  # a new run: nothing checked yet
+    with pytest.raises(KeyStoreError, match=f"chmod 700 {directory}$"):
+        store.load("example.com", BLAKE, 1)
+    with pytest.raises(KeyStoreError, match="writable by group or others"):
+        _worker_material(store)
+    directory.chmod(0o755)  # readable by others is accepted, as OpenSSH does
+    assert KeyStore(tmp_path / "keys").load("example.com", BLAKE, 1).epoch == 1
+
+
+@pytest.mark.skipif(os.geteuid() != 0, reason="chown to another user needs root")
+@pytest.mark.parametrize("which", ["key", "secret", "handle-dir"])
+def test_key_files_of_another_user_are_refused(tmp_path: Path, which: str) -> None:
+    store = KeyStore(tmp_path / "keys")
+    store.generate("example.com", BLAKE, 1)
+    key_path, secret_path = store.paths("example.com", BLAKE, 1)
+    path = {"key": key_path, "secret": secret_path, "handle-dir": key_path.parent}[which]
+    os.chown(path, 12345, -1)
+    with pytest.raises(KeyStoreError, match=f"uid 12345.*chown root {path}$"):
+        KeyStore(tmp_path / "keys").current_material("example.com", BLAKE)
+
+
+def test_listing_a_handle_sweeps_its_temp_files_only(tmp_path: Path) -> None:
+    store = KeyStore(tmp_path / "keys")
+    store.generate("example.com", BLAKE, 1)
+    directory = store.handle_dir("example.com", BLAKE)
+    ours = [".1.pem.abcd1234.tmp", ".2.secret.k3q9xw_2.tmp", ".2.rc.AAAAAAAA.tmp"]
+    theirs = [".notes.txt.abcd1234.tmp", ".1.pem.tmp", "notes.txt", ".x.pem.abcd1234.tmp"]
+    for name in (*ours, *theirs):
+        (directory / name).write_bytes(b"x")
+    assert store.unfinished_epochs("example.com", BLAKE) == ()  # epoch 2 only had temps
+    assert sorted(p.name for p in directory.iterdir()) == sorted(["1.pem", "1.secret", *theirs])

@@ -17,7 +17,8 @@ from cryptography.hazmat.primitives import serialization
 from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PrivateKey
 
 from alter_publish.errors import KeyStoreError
-from alter_publish.fileio import atomic_write_bytes
+from alter_publish.fileio import PRIVATE_DIR_MODE, atomic_write_bytes, make_dirs
+from alter_publish.keys.permissions import owner_problem
 
 PASSPHRASE_ENV = "ALTER_PUBLISH_PASSPHRASE"  # noqa: S105 (a variable name, not a secret)
 PASSPHRASE_FILE_ENV = "ALTER_PUBLISH_PASSPHRASE_FILE"  # noqa: S105 (a variable name)
@@ -54,27 +55,44 @@ def passphrase_from_env(environ: Mapping[str, str]) -> bytes | None:
 
 
 def ensure_gitignore(root: Path) -> None:
-    """Write ``<root>/.gitignore`` so private material stays out of git.
+    """Write ``<root>/.gitignore`` so private material stays out of git (making ``root``
+    0700 first when missing: the file itself is public, the directory is not).
 
     Raises:
         KeyStoreError: the file cannot be written.
     """
+    make_key_dirs(root)
     atomic_write_bytes(root / ".gitignore", GITIGNORE_TEXT.encode(), error=KeyStoreError)
 
 
-def _mode_problem(path: Path, mode: int) -> KeyStoreError | None:
+def make_key_dirs(directory: Path) -> None:
+    """Make ``directory`` and its missing parents 0700 whatever the umask (what exists
+    is left as it is).
+
+    Raises:
+        KeyStoreError: one cannot be made.
+    """
+    try:
+        make_dirs(directory, PRIVATE_DIR_MODE)
+    except OSError as exc:
+        raise KeyStoreError(f"cannot make directory: {exc.strerror}", where=str(directory)) from exc
+
+
+def _mode_problem(path: Path, info: os.stat_result) -> KeyStoreError | None:
+    mode = stat.S_IMODE(info.st_mode)
     if mode & 0o077:
         return KeyStoreError(
             f"private file is readable by group or others (mode {mode:04o}); "
             f"fix with: chmod 600 {path}",
             where=str(path),
         )
-    return None
+    return owner_problem(path, info)
 
 
 def read_private(path: Path, *, dir_fd: int | None = None) -> bytes:
-    """A private file's bytes, refused when group or others may read it (``dir_fd``: an
-    open directory ``path`` is in, which saves looking the directories up again).
+    """A private file's bytes, refused when group or others may read it or another user
+    owns it (``dir_fd``: an open directory ``path`` is in, which saves looking the
+    directories up again).
 
     One open and one fstat: the mode checked is that of the file read (no race), and
     loading 100,000 handle keys stays a few seconds.
@@ -85,7 +103,7 @@ def read_private(path: Path, *, dir_fd: int | None = None) -> bytes:
     except OSError as exc:
         raise KeyStoreError(f"cannot read: {exc.strerror}", where=str(path)) from exc
     try:
-        problem = _mode_problem(path, stat.S_IMODE(os.fstat(fd).st_mode))
+        problem = _mode_problem(path, os.fstat(fd))
         if problem is not None:
             raise problem
         chunks = []

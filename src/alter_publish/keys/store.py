@@ -10,6 +10,11 @@ Layout under the store root (``keys/`` by default)::
 
 Public keys need no file of their own: every envelope in the IdentityLog carries one.
 
+Every directory of the store is made 0700 whatever the umask, and every read refuses a
+key directory group or others may write, or one another user owns
+(:mod:`alter_publish.keys.permissions`). Listing a handle's directory also removes the
+temporary files interrupted writes left there (they may hold private key bytes).
+
 DNSSEC zone keys sit beside the handles (:mod:`alter_publish.keys.zonestore`, reached
 as :attr:`KeyStore.zones`); private files are read and written by
 :mod:`alter_publish.keys.pem`.
@@ -30,7 +35,7 @@ from cryptography.hazmat.primitives import serialization
 from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PrivateKey
 
 from alter_publish.errors import KeyStoreError, VerificationError
-from alter_publish.fileio import PRIVATE_MODE, atomic_write_bytes
+from alter_publish.fileio import PRIVATE_MODE, atomic_write_bytes, sweep_temp_files
 from alter_publish.format.envelope import (
     SECRET_OCTETS,
     b64url,
@@ -45,9 +50,11 @@ from alter_publish.keys.pem import (
     ensure_gitignore,
     load_private_key,
     load_seed,
+    make_key_dirs,
     private_pem,
     read_private,
 )
+from alter_publish.keys.permissions import check_dir_fd
 from alter_publish.keys.zonestore import ZoneKeyStore
 
 PRIVATE_KEY_SUFFIX = ".pem"
@@ -127,6 +134,8 @@ class KeyStore:
 
     root: Path
     passphrase: bytes | None = field(default=None, repr=False)
+    #: Zones whose directories this process has checked (:meth:`check_zone`).
+    checked: set[str] = field(default_factory=set, repr=False, compare=False)
 
     def handle_dir(self, zone: str, handle: Handle) -> Path:
         """Directory holding every epoch of one handle's keys."""
@@ -153,22 +162,50 @@ class KeyStore:
         """(directory, file names, epochs with a key) of a handle.
 
         Raises:
-            KeyStoreError: the directory exists but cannot be listed.
+            KeyStoreError: the directory exists but cannot be listed, or is unsafe.
         """
-        directory = str(self.handle_dir(zone, handle))
-        try:
-            names = os.listdir(directory)  # noqa: PTH208 (names only, 100k dirs)
-        except FileNotFoundError:
-            names = []
-        except OSError as exc:
-            raise KeyStoreError(f"cannot list keys: {exc.strerror}", where=directory) from exc
+        directory, names = self._names(zone, handle)
         epochs = [int(m.group(1)) for name in names if (m := _EPOCH_FILE.fullmatch(name))]
         return directory, names, epochs
+
+    def _names(self, zone: str, handle: Handle) -> tuple[str, list[str]]:
+        """(directory, file names) of a handle, its directories checked and its temporary
+        files swept (:meth:`_list_open`); no names when there is no directory.
+
+        Raises:
+            KeyStoreError: the directory exists but cannot be listed, or is unsafe.
+        """
+        self.check_zone(zone)
+        directory = self.handle_dir_text(zone, handle)
+        try:
+            handle_fd = os.open(directory, os.O_RDONLY | os.O_DIRECTORY | os.O_CLOEXEC)
+        except FileNotFoundError:
+            return directory, []
+        except OSError as exc:
+            raise KeyStoreError(f"cannot list keys: {exc.strerror}", where=directory) from exc
+        try:
+            return directory, _list_open(directory, handle_fd)
+        except OSError as exc:
+            raise KeyStoreError(f"cannot list keys: {exc.strerror}", where=directory) from exc
+        finally:
+            os.close(handle_fd)
+
+    def check_zone(self, zone: str) -> None:
+        """Refuse unsafe directories above a zone's keys, and sweep the temporary files
+        left in them (once per zone in this process; see
+        :meth:`ZoneKeyStore.check_dirs <alter_publish.keys.zonestore.ZoneKeyStore.check_dirs>`).
+
+        Raises:
+            KeyStoreError: ``keys/``, ``keys/<zone>/`` or its ``_dnssec/`` is writable by
+                group or others or owned by another user, or cannot be looked at.
+        """
+        if zone not in self.checked:
+            self.zones.check_dirs(zone)
 
     @property
     def zones(self) -> ZoneKeyStore:
         """The zones' DNSSEC keys, kept under the same root with the same passphrase."""
-        return ZoneKeyStore(self.root, self.passphrase)
+        return ZoneKeyStore(self.root, self.passphrase, self.checked)
 
     def ensure_gitignore(self) -> None:
         """Write ``<root>/.gitignore`` so private material stays out of git.
@@ -299,6 +336,8 @@ class KeyStore:
         secret_line = (b64url(secret) + "\n").encode()
         with deferred_interrupts():
             self.ensure_gitignore()
+            # 0700 before any file: the first may be public (``.rc`` with ``secret_out``).
+            make_key_dirs(self.handle_dir(zone, handle))
             self._discard_unfinished(zone, handle, epoch, secret_out)
             if secret_out is None:
                 atomic_write_bytes(secret_path, secret_line, mode=PRIVATE_MODE, error=KeyStoreError)
@@ -383,14 +422,11 @@ class KeyStore:
         """Load one epoch's key and revocation secret (or, when offline, its commitment).
 
         Raises:
-            KeyStoreError: missing, unsafe permissions, wrong passphrase, or corrupt.
+            KeyStoreError: missing, unsafe permissions (of the files or the directories
+                above them), wrong passphrase, or corrupt.
         """
-        directory = self.handle_dir(zone, handle)
-        try:
-            names = os.listdir(directory)  # noqa: PTH208 (names only)
-        except OSError:
-            names = []
-        return self._load(zone, handle, epoch, str(directory), names)
+        directory, names = self._names(zone, handle)
+        return self._load(zone, handle, epoch, directory, names)
 
     def _load(
         self, zone: str, handle: Handle, epoch: int, directory: str, names: Sequence[str]
@@ -463,8 +499,11 @@ class KeyStore:
         the zone's directories up again for each of 100,000 keys.
 
         Raises:
-            KeyStoreError: no key and ``create`` is False, or loading failed.
+            KeyStoreError: no key and ``create`` is False, loading failed, or a key
+                directory is unsafe.
         """
+        if zone_fd is None:
+            self.check_zone(zone)  # else open_zone_dir did
         directory = self.handle_dir_text(zone, handle)
         try:
             handle_fd = os.open(
@@ -478,7 +517,7 @@ class KeyStore:
             raise KeyStoreError(f"cannot list keys: {exc.strerror}", where=directory) from exc
         if handle_fd >= 0:
             try:
-                names = os.listdir(handle_fd)  # noqa: PTH208 (an open directory: no path)
+                names = _list_open(directory, handle_fd)
                 epochs = [int(m.group(1)) for n in names if (m := _EPOCH_FILE.fullmatch(n))]
                 if epochs:
                     epoch = max(epochs)
@@ -506,8 +545,38 @@ class KeyStore:
 
     def open_zone_dir(self, zone: str) -> int | None:
         """The zone's key directory opened, for :meth:`current_material` (None when absent;
-        close it with ``os.close``)."""
+        close it with ``os.close``), once :meth:`check_zone` has passed.
+
+        Raises:
+            KeyStoreError: a directory above the zone's keys is unsafe (:meth:`check_zone`).
+        """
+        self.check_zone(zone)
         try:
             return os.open(f"{self.root}/{zone}", os.O_RDONLY | os.O_DIRECTORY | os.O_CLOEXEC)
         except OSError:
             return None
+
+
+def _owned(name: str) -> bool:
+    """True for the name of a file the store keeps in a handle's directory."""
+    return _EPOCH_FILE.fullmatch(name) is not None or _EPOCH_PART.fullmatch(name) is not None
+
+
+def _list_open(directory: str, handle_fd: int) -> list[str]:
+    """The file names of the open handle directory ``handle_fd`` (at ``directory``), once
+    it passed the StrictModes check (one ``fstat``: no path looked up again), without the
+    temporary files of the store's own files, which are removed: an interrupted write
+    left them, and they may hold private key bytes.
+
+    Raises:
+        KeyStoreError: the directory is writable by group or others or owned by another
+            user.
+        OSError: it cannot be listed, or a temporary file cannot be removed.
+    """
+    check_dir_fd(directory, handle_fd)
+    names = os.listdir(handle_fd)  # an open directory: no path looked up again
+    hidden = [name for name in names if name.startswith(".")]
+    if not hidden:
+        return names
+    swept = {path.name for path in sweep_temp_files(Path(directory), _owned, hidden)}
+    return [name for name in names if name not in swept] if swept else names

@@ -3,12 +3,16 @@
     keys/<zone>/_dnssec/keys.json            which keys exist: role, key tag, state, created
     keys/<zone>/_dnssec/<role>-<tag>.pem     PKCS#8 PEM private key (KSK or ZSK), mode 0600
 
-``_dnssec`` is a name no handle can have.
+``_dnssec`` is a name no handle can have. Its directories are made 0700 and checked
+as every key directory is (:mod:`alter_publish.keys.permissions`), once per zone and
+process (:meth:`ZoneKeyStore.check_dirs`), which also sweeps the temporary files that
+interrupted writes left in ``_dnssec/`` and ``keys/`` itself.
 """
 
 from __future__ import annotations
 
 import json
+import re
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -26,14 +30,26 @@ from alter_publish.dns.zonekeys import (
     key_order,
 )
 from alter_publish.errors import KeyStoreError, VerificationError
-from alter_publish.fileio import PRIVATE_MODE, atomic_write_bytes
+from alter_publish.fileio import PRIVATE_MODE, atomic_write_bytes, sweep_temp_files
 from alter_publish.format.envelope import b64url_decode, public_bytes
 from alter_publish.interrupts import deferred_interrupts
-from alter_publish.keys.pem import ensure_gitignore, load_private_key, private_pem
+from alter_publish.keys.pem import (
+    ensure_gitignore,
+    load_private_key,
+    make_key_dirs,
+    private_pem,
+)
+from alter_publish.keys.permissions import check_dir
 
 ZONE_KEYS_DIR = "_dnssec"
 ZONE_KEYS_INDEX = "keys.json"
 ZONE_KEYS_FORMAT = "alter-publish/zone-keys/1"
+#: The private key files of ``_dnssec/`` (:func:`key_file_name`).
+_ZONE_KEY_FILE = re.compile(
+    "(?:" + "|".join(re.escape(str(role)) for role in ZoneKeyRole) + r")-[0-9]{5,}\.pem"
+)
+#: The file the store writes in ``keys/`` itself.
+_ROOT_FILE = ".gitignore"
 
 
 @dataclass(frozen=True, slots=True)
@@ -42,12 +58,39 @@ class ZoneKeyStore:
 
     root: Path
     passphrase: bytes | None = field(default=None, repr=False)
+    #: Zones whose directories this process has checked (shared with the key store).
+    checked: set[str] = field(default_factory=set, repr=False, compare=False)
 
     def directory(self, zone: str) -> Path:
         """Directory holding a zone's DNSSEC keys and their index."""
         return self.root / zone / ZONE_KEYS_DIR
 
+    def check_dirs(self, zone: str) -> None:
+        """Refuse ``keys/``, ``keys/<zone>/`` and ``keys/<zone>/_dnssec/`` when group or
+        others may write one or another user owns one, then remove the temporary files
+        interrupted writes left of the store's files in ``keys/`` and ``_dnssec/``.
+        Done once per zone in this process (``checked``): a few system calls per run.
+
+        Raises:
+            KeyStoreError: a directory is unsafe or cannot be looked at, or a temporary
+                file cannot be removed.
+        """
+        if zone in self.checked:
+            return
+        directory = self.directory(zone)
+        present = check_dir(str(self.root)) and check_dir(str(self.root / zone))
+        present = present and check_dir(str(directory))
+        try:
+            sweep_temp_files(self.root, lambda name: name == _ROOT_FILE)
+            if present:
+                sweep_temp_files(directory, _owned)
+        except OSError as exc:
+            where = str(exc.filename or directory)
+            raise KeyStoreError(f"cannot remove: {exc.strerror}", where=where) from exc
+        self.checked.add(zone)
+
     def _read_index(self, zone: str) -> list[dict[str, Any]]:
+        self.check_dirs(zone)
         path = self.directory(zone) / ZONE_KEYS_INDEX
         try:
             doc = json.loads(path.read_text(encoding="utf-8"))
@@ -171,6 +214,7 @@ class ZoneKeyStore:
         Raises:
             KeyStoreError: the index cannot be written.
         """
+        make_key_dirs(self.directory(zone))  # the index is public, its directory is not
         index = {"format": ZONE_KEYS_FORMAT, "keys": [key.index_entry() for key in keys]}
         atomic_write_bytes(
             self.directory(zone) / ZONE_KEYS_INDEX,
@@ -218,3 +262,8 @@ class ZoneKeyStore:
             f"'alter-publish dnssec keygen {zone}' or sign with --create-keys",
             where=zone,
         )
+
+
+def _owned(name: str) -> bool:
+    """True for the name of a file the store keeps in ``_dnssec/``."""
+    return name == ZONE_KEYS_INDEX or _ZONE_KEY_FILE.fullmatch(name) is not None

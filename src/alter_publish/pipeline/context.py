@@ -60,12 +60,17 @@ class ZoneStart:
 
     @classmethod
     def read(cls, ctx: RunContext, definition: Path) -> ZoneStart:
-        """Start on ``definition``: read the record of its last proven run, if usable."""
+        """Start on ``definition``: read the record of its last proven run, if usable.
+
+        Raises:
+            KeyStoreError: a directory above the zone's keys is unsafe (``check_zone``).
+        """
         started = time.perf_counter()
         out, keys = ctx.out, ctx.keys
         record = Fingerprint.read(fingerprint_path(out, definition)) if ctx.incremental else None
         if record is None or record.zone_keys_dir != str(keys.zones.directory(record.zone)):
             return cls(definition, started)
+        keys.check_zone(record.zone)  # the strategies that follow may read no key
         lines = handle_key_lines(record.handle_keys, jobs=ctx.jobs)
         return cls(definition, started, record, tuple(lines))
 

@@ -4,7 +4,7 @@ After a proven run, ``sign`` records in ``<out>/.<definition>.fingerprint.json``
 a digest of everything its output depends on: the definition, templates,
 revocations file, log and state files (by content), the zone's DNSSEC key
 files and every handle's key directory and current key file (by ``stat``: inode,
-size, modification time, as git and make judge files), the outputs as written,
+size, modification time, as git and make judge files, and mode and owner), the outputs as written,
 and the span of ``--now`` over which nothing falls due (no envelope to renew,
 no RRSIG to refresh). A later run whose digest matches inside that span would
 write the same bytes, so it stops there: no parse, no signing, no proof, no
@@ -76,7 +76,9 @@ def _stat_text(path: str) -> str:
         info = os.stat(path)  # noqa: PTH116 (str paths: 200,000 stats at 100k handles)
     except OSError:
         return "-"
-    return f"{info.st_ino} {info.st_size} {info.st_mtime_ns}"
+    # Mode and owner too: a key directory made writable by others (or given away) must
+    # bring the run back to reading its keys, which refuses it.
+    return f"{info.st_ino} {info.st_size} {info.st_mtime_ns} {info.st_mode:o} {info.st_uid}"
 
 
 def handle_key_lines(handle_keys: Sequence[tuple[str, int]], *, jobs: int = 1) -> list[str]:
