@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import contextlib
+import fcntl
 import os
 import re
 import tempfile
@@ -51,6 +52,50 @@ def make_dirs(directory: Path, mode: int) -> None:
                 raise
             continue
         path.chmod(mode)  # mkdir's mode is masked by the umask; this one is not
+
+
+def fsync_directory(directory: Path) -> None:
+    """Make a directory's entries (renames, links) durable: after a power loss the
+    files renamed into it are the new ones.
+
+    Raises:
+        OSError: it cannot be opened or synced.
+    """
+    fd = os.open(directory, os.O_RDONLY | os.O_DIRECTORY)
+    try:
+        os.fsync(fd)
+    finally:
+        os.close(fd)
+
+
+@contextlib.contextmanager
+def exclusive(directory: Path, what: str, error: type[AlterError] = RenderError) -> Iterator[None]:
+    """Hold an advisory lock (``flock``) on ``directory`` (or, while it does not exist,
+    on its nearest existing parent) for the block: no lock file is made, and the lock
+    goes with the process, however it ends. ``what`` names the work in the error when
+    another process holds it.
+
+    Raises:
+        AlterError: (``error``) another process holds it, or it cannot be opened.
+    """
+    target = directory
+    while not target.is_dir() and target.parent != target:
+        target = target.parent
+    try:
+        fd = os.open(target, os.O_RDONLY | os.O_DIRECTORY | os.O_CLOEXEC)
+    except OSError as exc:
+        raise error(f"cannot lock: {exc.strerror}", where=str(target)) from exc
+    try:
+        try:
+            fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except BlockingIOError:
+            raise error(
+                f"another alter-publish process is {what}; wait for it to end",
+                where=str(directory),
+            ) from None
+        yield
+    finally:
+        os.close(fd)
 
 
 def would_write(path: Path, data: bytes, *, mode: int | None = PUBLIC_MODE) -> bool:

@@ -20,26 +20,18 @@ import contextlib
 import os
 import re
 import shutil
+from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 
 from alter_publish.errors import AlterError, RenderError
-from alter_publish.fileio import PUBLIC_DIR_MODE, make_dirs
+from alter_publish.fileio import PUBLIC_DIR_MODE, fsync_directory, make_dirs
 
 #: ``<out>/.<name><STORE_SUFFIX>`` holds the generations of one set.
 STORE_SUFFIX = ".outputs"
 #: The symlink in the store naming the current generation.
 CURRENT = "current"
 _GENERATION = re.compile(r"g(\d{1,18})")
-
-
-def _fsync_dir(directory: Path) -> None:
-    """Make a directory's entries (renames, links) durable."""
-    fd = os.open(directory, os.O_RDONLY | os.O_DIRECTORY)
-    try:
-        os.fsync(fd)
-    finally:
-        os.close(fd)
 
 
 def _replace_symlink(link: Path, target: str) -> None:
@@ -110,6 +102,7 @@ class OutputSet:
             make_dirs(self.store, PUBLIC_DIR_MODE)
             self._sweep_store()
             self._adopt_copied_current()
+            self._restore_current()
             self._adopt_flat_files()
             number = 1 + max(self._generations(), default=0)
             directory = self.store / f"g{number}.staging"
@@ -160,29 +153,50 @@ class OutputSet:
         generation = f"g{1 + max(self._generations(), default=0)}"
         current.rename(self.store / generation)
         _replace_symlink(current, generation)
-        _fsync_dir(self.store)
+        fsync_directory(self.store)
+
+    def _restore_current(self) -> None:
+        """No ``current`` (a run killed while adopting, or it was removed by hand), or one
+        naming a generation that is gone: the newest generation becomes current (each is
+        complete: it was renamed into place only once written and synced)."""
+        link = self.store / CURRENT
+        if self.current() != self.out and self.current().is_dir():
+            return
+        generations = self._generations()
+        if generations:
+            _replace_symlink(link, f"g{max(generations)}")
+            fsync_directory(self.store)
 
     def _adopt_flat_files(self) -> None:
-        """Outputs of a release before generations (regular files at the stable paths)
-        become generation 0, then links replace them one by one: each link shows the same
-        bytes as the file it replaces, so a reader sees one set throughout."""
-        current = self.current()
+        """Regular files at the stable paths (outputs of a release before generations, or
+        a file put in place of a link) become a new generation, with the current set's
+        other files; then links replace them one by one: each link shows the bytes of the
+        file it replaces, so a reader sees one set throughout."""
         flat = [name for name in self.names if _regular_file(self.out / name)]
         if not flat:
             return
-        if current == self.out:
-            adopted = self.store / "g0.staging"
-            adopted.mkdir()
-            for name in flat:
-                os.link(self.out / name, adopted / name)
-            _fsync_dir(adopted)
-            adopted.rename(self.store / "g0")
-            _replace_symlink(self.store / CURRENT, "g0")
-            _fsync_dir(self.store)
-            current = self.store / "g0"
+        current = self.current()
+        if current == self.out or not all(_same_file(self.out / n, current / n) for n in flat):
+            current = self._adopt(flat, current)
         for name in flat:
             self._link(name, current)
-        _fsync_dir(self.out)
+        fsync_directory(self.out)
+
+    def _adopt(self, flat: list[str], current: Path) -> Path:
+        """A new current generation of the ``flat`` files and ``current``'s others."""
+        generation = self.store / f"g{1 + max(self._generations(), default=0)}"
+        adopted = generation.with_name(f"{generation.name}.staging")
+        adopted.mkdir()
+        for name in self.names:
+            source = self.out / name if name in flat else current / name
+            if current != self.out or name in flat:
+                with contextlib.suppress(FileNotFoundError):
+                    os.link(source, adopted / name)
+        fsync_directory(adopted)
+        adopted.rename(generation)
+        _replace_symlink(self.store / CURRENT, generation.name)
+        fsync_directory(self.store)
+        return generation
 
     def _link(self, name: str, generation: Path) -> bool:
         """Make ``<out>/<name>`` our link when ``generation`` holds ``name``; remove our
@@ -251,6 +265,40 @@ def _regular_file(path: Path) -> bool:
     return path.is_file() and not path.is_symlink()
 
 
+def _same_file(one: Path, other: Path) -> bool:
+    try:
+        return one.samefile(other)
+    except OSError:
+        return False
+
+
+#: A temporary link of :func:`_replace_symlink` beside the link ``name`` it was to replace.
+_TEMP_LINK = re.compile(r"\.(?P<name>.+)\.\d+\.link")
+
+
+def sweep_links(directory: Path, owns: Callable[[str], bool]) -> list[Path]:
+    """Remove temporary links interrupted switches left beside the links ``owns`` names.
+
+    Returns:
+        What was removed.
+
+    Raises:
+        OSError: ``directory`` cannot be listed or a link removed.
+    """
+    try:
+        names = os.listdir(directory)  # noqa: PTH208 (names only)
+    except FileNotFoundError:
+        return []
+    removed: list[Path] = []
+    for name in names:
+        match = _TEMP_LINK.fullmatch(name)
+        path = directory / name
+        if match and owns(match.group("name")) and path.is_symlink():
+            path.unlink()
+            removed.append(path)
+    return removed
+
+
 class Staging:
     """A generation being written: files go to :meth:`path`; :meth:`switch` makes it the
     current one, :meth:`abandon` drops it."""
@@ -300,18 +348,18 @@ class Staging:
         outputs = self.outputs
         generation = outputs.store / f"g{self.number}"
         try:
-            _fsync_dir(self.directory)
+            fsync_directory(self.directory)
             self.directory.rename(generation)
             self.directory = generation
             present = [name for name in outputs.names if (generation / name).exists()]
             for name in present:  # before the switch, a link to a file the current set
                 outputs._link(name, generation)  # lacks reads as missing, as it is
             _replace_symlink(outputs.store / CURRENT, generation.name)
-            _fsync_dir(outputs.store)
+            fsync_directory(outputs.store)
             for name in outputs.names:
                 if name not in present:
                     outputs._link(name, generation)  # our link to a file now gone
-            _fsync_dir(outputs.out)
+            fsync_directory(outputs.out)
             self._remove_old(keep={generation.name, self.previous.name})
         except OSError as exc:
             raise self.error(

@@ -19,7 +19,7 @@ from pathlib import Path
 ZONE = "kill.example"
 NOW = 1767225600
 _RUN_CLI = "from alter_publish.cli import main; main()"
-_SIMULATED = ("--now", str(NOW), "--allow-simulated-time")
+SIMULATED = ("--now", str(NOW), "--allow-simulated-time")
 #: What an interrupted write leaves: a temporary file, a generation being written, a link.
 _LEFTOVER = re.compile(r".*\.(tmp|staging|link)")
 _SERIAL = re.compile(r"\sIN SOA \S+ \S+ \(\s+(\d+) ; serial\n")
@@ -63,7 +63,7 @@ def make_workspace(root: Path, handles: int) -> None:
     """
     (root / "zones").mkdir(parents=True)
     (root / "zones" / f"{ZONE}.yaml").write_text(definition(handles, 30))
-    done = run(root, "sign", "--create-keys", *_SIMULATED)
+    done = run(root, "sign", "--create-keys", *SIMULATED)
     assert done.returncode == 0, done.stderr
 
 
@@ -120,7 +120,7 @@ def sign_killed_at(root: Path, moment: int, lifetime_days: int) -> Kill:
     ``moment``-th write event is seen (0: never; it runs to the end)."""
     (root / "zones" / f"{ZONE}.yaml").write_text(definition_for(root, lifetime_days))
     process = subprocess.Popen(
-        cli(root, "sign", *_SIMULATED),
+        cli(root, "sign", *SIMULATED),
         cwd=root,
         stdout=subprocess.DEVNULL,
         stderr=subprocess.DEVNULL,

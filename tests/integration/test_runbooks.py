@@ -216,7 +216,7 @@ def check_published(runner: Runner) -> None:
 
 def _outputs(runner: Runner) -> dict[str, bytes]:
     build = runner.root / "build"
-    return {path.name: path.read_bytes() for path in sorted(build.iterdir())}
+    return {path.name: path.read_bytes() for path in sorted(build.iterdir()) if path.is_file()}
 
 
 def execute(runner: Runner, name: str, directory: Path = RUNBOOKS) -> list[dns.zone.Zone]:

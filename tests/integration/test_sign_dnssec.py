@@ -90,8 +90,9 @@ def _state(ws: Workspace) -> dict[str, Any]:
 
 
 def _outputs(ws: Workspace) -> dict[str, bytes]:
-    """Bytes of every file sign writes (build/ and the zone's state and log)."""
-    paths = [*sorted(ws.out.iterdir()), _state_path(ws), ws.log]
+    """Bytes of every file sign writes (build/, through its links, and the zone's state
+    and log)."""
+    paths = [*sorted(path for path in ws.out.iterdir() if path.is_file()), _state_path(ws), ws.log]
     return {path.name: path.read_bytes() for path in paths}
 
 

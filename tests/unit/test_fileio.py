@@ -5,7 +5,6 @@ from __future__ import annotations
 
 import os
 import stat
-import tempfile
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -16,7 +15,6 @@ from alter_publish.fileio import (
     atomic_write_bytes,
     make_dirs,
     sweep_temp_files,
-    temp_target,
 )
 
 
@@ -60,14 +58,6 @@ def test_make_dirs_leaves_existing_directories_alone(tmp_path: Path) -> None:
     assert _mode(existing) == 0o750
     assert _mode(existing / "a") == 0o700
     assert _mode(existing / "a" / "b") == 0o700
-
-
-def test_temporary_files_are_private_from_the_first_byte(tmp_path: Path) -> None:
-    """What mkstemp gives (a write beside the file): 0600 before a byte is in it."""
-    fd, name = tempfile.mkstemp(prefix=".x.pem.", suffix=".tmp", dir=tmp_path)
-    os.close(fd)
-    assert _mode(Path(name)) == 0o600
-    assert temp_target(Path(name).name) == "x.pem"
 
 
 def test_sweep_removes_only_owned_leftovers(tmp_path: Path) -> None:

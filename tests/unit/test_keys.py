@@ -322,6 +322,8 @@ def test_key_files_of_another_user_are_refused(tmp_path: Path, which: str) -> No
 
 
 def test_listing_a_handle_sweeps_its_temp_files_only(tmp_path: Path) -> None:
+    """A store that writes (``sweep``, as ``sign`` makes it) removes them; a read-only
+    one (``keys status``, ``sign --check``) deletes nothing."""
     store = KeyStore(tmp_path / "keys")
     store.generate("example.com", BLAKE, 1)
     directory = store.handle_dir("example.com", BLAKE)
@@ -329,5 +331,9 @@ def test_listing_a_handle_sweeps_its_temp_files_only(tmp_path: Path) -> None:
     theirs = [".notes.txt.abcd1234.tmp", ".1.pem.tmp", "notes.txt", ".x.pem.abcd1234.tmp"]
     for name in (*ours, *theirs):
         (directory / name).write_bytes(b"x")
+    before = sorted(p.name for p in directory.iterdir())
+    assert store.epochs("example.com", BLAKE) == (1,)
+    assert sorted(p.name for p in directory.iterdir()) == before
+    store = KeyStore(tmp_path / "keys", sweep=True)
     assert store.unfinished_epochs("example.com", BLAKE) == ()  # epoch 2 only had temps
     assert sorted(p.name for p in directory.iterdir()) == sorted(["1.pem", "1.secret", *theirs])

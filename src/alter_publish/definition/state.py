@@ -132,16 +132,20 @@ class SerialState:
     previous_zone_sha256: str | None = None
 
     def replacing(self, old: SerialState | None, published: str | None) -> SerialState:
-        """This state written over ``old`` while the outputs hold the zone file of SHA-256
-        ``published`` (None: unknown, take ``old``'s): it remembers that digest until the
-        outputs are switched."""
+        """This state, written before the outputs are switched while they hold the zone
+        file of SHA-256 ``published`` (None: unknown, take ``old``'s): it remembers that
+        digest, which ``verify`` accepts until the switch (:meth:`switched`)."""
         if old is None or self.zone_sha256 is None:
             return self
         if published is None:
             published = old.zone_sha256
         if published == self.zone_sha256:
-            published = old.previous_zone_sha256
+            published = None
         return dataclasses.replace(self, previous_zone_sha256=published)
+
+    def switched(self) -> SerialState:
+        """This state once the outputs hold its zone: nothing older is accepted."""
+        return dataclasses.replace(self, previous_zone_sha256=None)
 
     def to_text(self) -> str:
         """JSON form."""

@@ -68,6 +68,9 @@ IDLE_TIMEOUT_RANGE_SECONDS: Final = (0.1, 3600.0)
 #: New connections taken per wakeup, and messages read from one connection per wakeup:
 #: reading queries already in goes before accepting (and evicting for) more.
 ACCEPTS_PER_WAKEUP: Final = 8
+#: How long accepting waits when the process is out of file descriptors and holds no
+#: connection to drop (the listener stays readable: without a pause the loop spins).
+FD_EXHAUSTED_PAUSE_SECONDS: Final = 0.1
 MESSAGES_PER_WAKEUP: Final = 8
 #: Longest sleep of the loop when no deadline is nearer.
 LOOP_WAKE_SECONDS: Final = 1.0
@@ -221,8 +224,11 @@ class TcpService:
                 return
             except OSError as exc:
                 logger.debug("TCP accept failed: %s", exc)
-                if exc.errno in (errno.EMFILE, errno.ENFILE) and self._conns:
-                    self._drop(self._victim(), "out of file descriptors")
+                if exc.errno in (errno.EMFILE, errno.ENFILE):
+                    if self._conns:
+                        self._drop(self._victim(), "out of file descriptors")
+                    else:  # the listener stays readable: do not spin on it
+                        time.sleep(FD_EXHAUSTED_PAUSE_SECONDS)
                 return
             if len(self._conns) >= self._limits.max_connections:
                 self._drop(self._victim(), "evicted: every slot taken")

@@ -136,6 +136,9 @@ class KeyStore:
     passphrase: bytes | None = field(default=None, repr=False)
     #: Zones whose directories this process has checked (:meth:`check_zone`).
     checked: set[str] = field(default_factory=set, repr=False, compare=False)
+    #: Remove the temporary files interrupted writes left, as directories are listed:
+    #: only for a run that writes (``sign``); a read-only command never deletes.
+    sweep: bool = field(default=False, compare=False)
 
     def handle_dir(self, zone: str, handle: Handle) -> Path:
         """Directory holding every epoch of one handle's keys."""
@@ -184,7 +187,7 @@ class KeyStore:
         except OSError as exc:
             raise KeyStoreError(f"cannot list keys: {exc.strerror}", where=directory) from exc
         try:
-            return directory, _list_open(directory, handle_fd)
+            return directory, _list_open(directory, handle_fd, sweep=self.sweep)
         except OSError as exc:
             raise KeyStoreError(f"cannot list keys: {exc.strerror}", where=directory) from exc
         finally:
@@ -205,7 +208,7 @@ class KeyStore:
     @property
     def zones(self) -> ZoneKeyStore:
         """The zones' DNSSEC keys, kept under the same root with the same passphrase."""
-        return ZoneKeyStore(self.root, self.passphrase, self.checked)
+        return ZoneKeyStore(self.root, self.passphrase, self.checked, self.sweep)
 
     def ensure_gitignore(self) -> None:
         """Write ``<root>/.gitignore`` so private material stays out of git.
@@ -517,7 +520,7 @@ class KeyStore:
             raise KeyStoreError(f"cannot list keys: {exc.strerror}", where=directory) from exc
         if handle_fd >= 0:
             try:
-                names = _list_open(directory, handle_fd)
+                names = _list_open(directory, handle_fd, sweep=self.sweep)
                 epochs = [int(m.group(1)) for n in names if (m := _EPOCH_FILE.fullmatch(n))]
                 if epochs:
                     epoch = max(epochs)
@@ -562,11 +565,11 @@ def _owned(name: str) -> bool:
     return _EPOCH_FILE.fullmatch(name) is not None or _EPOCH_PART.fullmatch(name) is not None
 
 
-def _list_open(directory: str, handle_fd: int) -> list[str]:
+def _list_open(directory: str, handle_fd: int, *, sweep: bool) -> list[str]:
     """The file names of the open handle directory ``handle_fd`` (at ``directory``), once
     it passed the StrictModes check (one ``fstat``: no path looked up again), without the
-    temporary files of the store's own files, which are removed: an interrupted write
-    left them, and they may hold private key bytes.
+    temporary files of the store's own files, which are removed (with ``sweep``): an
+    interrupted write left them, and they may hold private key bytes.
 
     Raises:
         KeyStoreError: the directory is writable by group or others or owned by another
@@ -576,7 +579,7 @@ def _list_open(directory: str, handle_fd: int) -> list[str]:
     check_dir_fd(directory, handle_fd)
     names = os.listdir(handle_fd)  # an open directory: no path looked up again
     hidden = [name for name in names if name.startswith(".")]
-    if not hidden:
+    if not hidden or not sweep:
         return names
     swept = {path.name for path in sweep_temp_files(Path(directory), _owned, hidden)}
     return [name for name in names if name not in swept] if swept else names

@@ -60,6 +60,8 @@ class ZoneKeyStore:
     passphrase: bytes | None = field(default=None, repr=False)
     #: Zones whose directories this process has checked (shared with the key store).
     checked: set[str] = field(default_factory=set, repr=False, compare=False)
+    #: Remove leftovers of interrupted writes (a run that writes; see ``KeyStore.sweep``).
+    sweep: bool = field(default=False, compare=False)
 
     def directory(self, zone: str) -> Path:
         """Directory holding a zone's DNSSEC keys and their index."""
@@ -81,8 +83,9 @@ class ZoneKeyStore:
         present = check_dir(str(self.root)) and check_dir(str(self.root / zone))
         present = present and check_dir(str(directory))
         try:
-            sweep_temp_files(self.root, lambda name: name == _ROOT_FILE)
-            if present:
+            if self.sweep:
+                sweep_temp_files(self.root, lambda name: name == _ROOT_FILE)
+            if self.sweep and present:
                 sweep_temp_files(directory, _owned)
         except OSError as exc:
             where = str(exc.filename or directory)

@@ -18,6 +18,7 @@ from alter_publish.fileio import (
     atomic_write_bytes,
     chunks_differ,
     content_differs,
+    fsync_directory,
     sweep_temp_files,
     text_differs,
     write_compared,
@@ -25,7 +26,7 @@ from alter_publish.fileio import (
 from alter_publish.format.identitylog import log_path_for
 from alter_publish.interrupts import deferred_interrupts
 from alter_publish.keys.lifecycle import revocations_path_for
-from alter_publish.outputset import OutputSet, Staging, sweep_stores
+from alter_publish.outputset import OutputSet, Staging, sweep_links, sweep_stores
 from alter_publish.pipeline.context import RunContext
 from alter_publish.pipeline.paths import zone_outputs
 
@@ -85,13 +86,32 @@ def _commit(ctx: RunContext, writes: Writes) -> list[str]:
         written.append(str(writes.log_path))
     state_path = state_path_for(writes.definition)
     outputs = zone_outputs(ctx.out, writes.zone)
-    published = _manifest(outputs.current()).get("zone_sha256")
+    current = outputs.current()
+    published = None if current == outputs.out else _manifest(current).get("zone_sha256")
     state = writes.state.replacing(SerialState.read(state_path), published)
     if write(state_path, state.to_text().encode()):
         written.append(str(state_path))
+    if not dry_run and written:  # the log and state are on disk before any output
+        _durable({writes.log_path.parent, state_path.parent})
     if dry_run:
         return written + _would_write(outputs, writes)
-    return written + _switch(outputs, writes)
+    switched = _switch(outputs, writes)
+    if state.previous_zone_sha256 is not None:  # the outputs hold the new zone now
+        atomic_write_bytes(state_path, state.switched().to_text().encode())
+    return written + switched
+
+
+def _durable(directories: set[Path]) -> None:
+    """fsync the directories the log and state were renamed into (power loss).
+
+    Raises:
+        RenderError: one cannot be synced.
+    """
+    for directory in directories:
+        try:
+            fsync_directory(directory)
+        except OSError as exc:
+            raise RenderError(f"cannot sync: {exc.strerror}", where=str(directory)) from exc
 
 
 def _contents(outputs: OutputSet, writes: Writes) -> dict[str, Text | Chunks | bytes | None]:
@@ -209,6 +229,7 @@ def sweep_leftovers(out: Path, definitions: Sequence[Path]) -> list[Path]:
     try:
         removed = sweep_temp_files(out, lambda name: name.endswith(_OUTPUT_ENDINGS))
         removed += sweep_stores(out)
+        removed += sweep_links(out, lambda name: name.endswith(_OUTPUT_ENDINGS))
         for directory, names in owned.items():
             removed += sweep_temp_files(directory, names.__contains__)
     except OSError as exc:

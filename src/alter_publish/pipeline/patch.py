@@ -284,11 +284,16 @@ def _render(
 
 
 def _patched_zone(
-    ctx: RunContext, base: _Base, signed: Sequence[SignedHandle], watch: Stopwatch
+    ctx: RunContext,
+    base: _Base,
+    signed: Sequence[SignedHandle],
+    watch: Stopwatch,
+    outputs: tuple[Path, Path, Path],
 ) -> tuple[_Rendered, list[Edit], dns.zone.Zone] | None:
     """The zone file's edits (sorted, none that changes nothing) and the zone of the
-    changed lines to prove; None when anything does not fit."""
-    zone_file, envelopes_file, _ = current_outputs(ctx.out, base.spec.origin)  # one set
+    changed lines to prove, from the last ``outputs`` (one set); None when anything does
+    not fit."""
+    zone_file, envelopes_file, _ = outputs
     try:
         with watch.stage("render"):
             rendered = _render(ctx, base, signed, (zone_file, envelopes_file))
@@ -542,14 +547,15 @@ def patched(ctx: RunContext, start: ZoneStart) -> Patched | None:
     if chained is None:
         return None
     signed = chained.chain.signed
-    made = _patched_zone(ctx, base, signed, watch)
+    outputs = current_outputs(ctx.out, base.spec.origin)  # resolved once: one set
+    made = _patched_zone(ctx, base, signed, watch, outputs)
     if made is None:
         return None
     rendered, zone_edits, mini = made
     with watch.stage("proof"):
         anchors: tuple[TrustAnchor, ...] = ()
         if base.window is not None:
-            anchors = read_trust_anchors(current_outputs(ctx.out, base.spec.origin)[2])
+            anchors = read_trust_anchors(outputs[2])
         proof = prove_zone(
             mini, base.spec, chained.expectations, now=ctx.now, anchors=anchors, probe=False
         )

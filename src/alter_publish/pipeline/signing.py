@@ -10,10 +10,13 @@ Each zone goes to the first strategy that applies: :mod:`.unchanged` (nothing to
 
 from __future__ import annotations
 
+import contextlib
+import dataclasses
 from collections.abc import Sequence
 from pathlib import Path
 
 from alter_publish.errors import UsageError
+from alter_publish.fileio import exclusive
 from alter_publish.keys.store import KeyStore
 from alter_publish.parallel import NoProgress, Progress
 from alter_publish.pipeline.clock import serial_warning
@@ -62,7 +65,7 @@ def sign(
         raise UsageError("--check changes nothing, so it cannot --create-keys")
     ctx = RunContext(
         out=out,
-        keys=keys,
+        keys=keys if check else dataclasses.replace(keys, sweep=True),
         templates=templates or default_templates_dir(),
         now=now,
         create_keys=create_keys,
@@ -72,13 +75,16 @@ def sign(
         incremental=incremental,
         progress=progress or NoProgress(),
     )
-    if not check:
-        sweep_leftovers(out, zone_files)
-    runs = sorted((_strategy(ctx, path) for path in zone_files), key=lambda run: run.rank)
-    _refuse_twice(runs)
-    proven_runs = [run.prove(ctx) for run in runs]  # full runs plan and prove here
-    proven = all(run.proven for run in proven_runs)
-    zones = tuple(run.commit(ctx, proven) for run in proven_runs)
+    # One writer of an output directory at a time: each sweeps what interrupted runs
+    # left there, which another run's files in progress would look like.
+    with contextlib.nullcontext() if check else exclusive(out, "signing into it"):
+        if not check:
+            sweep_leftovers(out, zone_files)
+        runs = sorted((_strategy(ctx, path) for path in zone_files), key=lambda run: run.rank)
+        _refuse_twice(runs)
+        proven_runs = [run.prove(ctx) for run in runs]  # full runs plan and prove here
+        proven = all(run.proven for run in proven_runs)
+        zones = tuple(run.commit(ctx, proven) for run in proven_runs)
     warnings = (
         *(warning for run in proven_runs for warning in run.warnings),
         *(warning for zone in zones if (warning := serial_warning(zone.zone, zone.serial, now))),
