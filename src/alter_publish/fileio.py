@@ -201,18 +201,16 @@ def _replace(
 _TEMP_NAME = re.compile(r"\.(?P<name>.+)\.[A-Za-z0-9_]{8}\.tmp")
 
 
-def temp_target(name: str) -> str | None:
-    """The file a temporary file named ``name`` was to replace (None: not one of ours)."""
-    match = _TEMP_NAME.fullmatch(name)
-    return match.group("name") if match else None
-
-
 def sweep_temp_files(
-    directory: Path, owns: Callable[[str], bool], names: Iterable[str] | None = None
+    directory: Path,
+    owns: Callable[[str], bool],
+    names: Iterable[str] | None = None,
+    pattern: re.Pattern[str] = _TEMP_NAME,
 ) -> list[Path]:
     """Remove what interrupted writes left in ``directory``: each ``.<file>.<random>.tmp``
     whose ``<file>`` the caller ``owns`` (nothing else is touched). ``names``, the
-    directory's listing when the caller has it, saves listing it again.
+    directory's listing when the caller has it, saves listing it again. ``pattern``
+    matches another kind of leftover, its group ``name`` naming the file it was for.
 
     Returns:
         The files removed (a missing directory has none).
@@ -227,8 +225,8 @@ def sweep_temp_files(
             return []
     removed: list[Path] = []
     for name in names:
-        target = temp_target(name)
-        if target is not None and owns(target):
+        match = pattern.fullmatch(name)
+        if match is not None and owns(match.group("name")):
             path = directory / name
             with contextlib.suppress(FileNotFoundError):  # another run swept it first
                 path.unlink()

@@ -25,7 +25,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from alter_publish.errors import AlterError, RenderError
-from alter_publish.fileio import PUBLIC_DIR_MODE, fsync_directory, make_dirs
+from alter_publish.fileio import PUBLIC_DIR_MODE, fsync_directory, make_dirs, sweep_temp_files
 
 #: ``<out>/.<name><STORE_SUFFIX>`` holds the generations of one set.
 STORE_SUFFIX = ".outputs"
@@ -285,18 +285,7 @@ def sweep_links(directory: Path, owns: Callable[[str], bool]) -> list[Path]:
     Raises:
         OSError: ``directory`` cannot be listed or a link removed.
     """
-    try:
-        names = os.listdir(directory)  # noqa: PTH208 (names only)
-    except FileNotFoundError:
-        return []
-    removed: list[Path] = []
-    for name in names:
-        match = _TEMP_LINK.fullmatch(name)
-        path = directory / name
-        if match and owns(match.group("name")) and path.is_symlink():
-            path.unlink()
-            removed.append(path)
-    return removed
+    return sweep_temp_files(directory, owns, pattern=_TEMP_LINK)
 
 
 class Staging:
