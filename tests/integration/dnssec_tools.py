@@ -77,6 +77,8 @@ TOOL_PACKAGES: Final = {
     "dig": "bind9-dnsutils",
     "unbound": "unbound",
     "unbound-checkconf": "unbound",
+    "unbound-control": "unbound",
+    "ip": "iproute2",
 }
 #: Where daemons live when PATH lacks the sbin directories (non-root users).
 SBIN_PATH: Final = os.pathsep.join(("/usr/local/sbin", "/usr/sbin", "/sbin"))
