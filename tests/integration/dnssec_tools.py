@@ -306,6 +306,7 @@ def delv(
     *,
     anchor_zone: str,
     anchor_ds: Sequence[str],
+    options: Sequence[str] = (),
 ) -> DelvResult:
     """Look a name up with delv against one server, validating from a DS anchor.
 
@@ -320,6 +321,9 @@ def delv(
         anchor_zone: the zone the anchor is for (``+root=``).
         anchor_ds: DS rdata texts, e.g. ``"12345 15 2 ab12..."``; each becomes
             ``static-ds`` in a ``trust-anchors`` file (``-a``).
+        options: more delv options, e.g. ``("+cdflag",)`` to validate the
+            answers of a validating resolver (which answers SERVFAIL to bogus
+            data without it).
 
     Returns:
         The status and output.
@@ -356,6 +360,7 @@ def delv(
             "IN",
             "-t",
             rdtype,
+            *options,
             "-q",
             name,
         ]
