@@ -54,7 +54,28 @@ flushes unbound's caches (``unbound-control reload``). The scenarios
 * ``DISAGREEING_GLUE``: the parent's glue for ns2.example.com. points at
   :attr:`Addresses.spare` (nothing listens there); the zone says 127.0.N.4.
 
-Other shapes of the parent: :meth:`HierarchyLab.set_delegation`.
+Other shapes of the parent: :meth:`HierarchyLab.set_delegation`. The
+servers are :class:`~tests.integration.servers.AuthoritativeServer` objects
+(``lab.root``, ``lab.tld``, ``lab.ns1``, ``lab.ns2``: ``query``,
+``soa_serial``, ``rrset``, ``stop``/``start``); ``lab.resolver.flush()``.
+
+What each scenario looks like through unbound (``resolver_query``, RD+DO)::
+
+    ALL_GOOD          NOERROR, AD
+    WRONG_DS_DIGEST   SERVFAIL, EDE 9 "... DS hash mismatches key from 127.0.N.3 for key example.com. ..."
+    RETIRED_KSK_DS    SERVFAIL, EDE 9 "... no keys have a DS with algorithm ED25519 ..."
+    MISSING_DS        NOERROR, no AD (``example.com DS``: NOERROR, no answer, AD)
+    STALE_SERVER      NOERROR, AD; about half the cache-flushed lookups get the old record
+    LAME_SERVER       NOERROR, AD (unbound asks ns1 after ns2's REFUSED)
+    EXPIRED_SERVER    NOERROR, AD (unbound drops ns2's bogus answer, asks ns1)
+    DISAGREEING_GLUE  NOERROR, AD, after a timeout at the spare address
+
+so a validating resolver shows the DS problems and hides the per-server ones:
+those are seen by asking each server (``lab.ns2.query``). ``delv +cdflag``
+through unbound agrees (secure, bogus, bogus, insecure). :func:`dnsviz_grok`
+runs DNSViz on the hierarchy when it is installed (``pip install dnsviz
+pygraphviz``): DIGEST_INVALID, MISSING_SEP_FOR_ALG, EXPIRATION_IN_PAST,
+INVALID_RCODE, GLUE_MISMATCH (that one takes ~6 s of timeouts).
 """
 
 from __future__ import annotations
@@ -62,6 +83,7 @@ from __future__ import annotations
 import contextlib
 import enum
 import fcntl
+import json
 import os
 import shutil
 import socket
@@ -71,7 +93,7 @@ import time
 from collections.abc import Iterator
 from dataclasses import dataclass, replace
 from pathlib import Path
-from typing import Final
+from typing import Any, Final
 
 import dns.dnssec
 import dns.dnssectypes
@@ -107,8 +129,13 @@ __all__ = [
     "Hierarchy",
     "HierarchyLab",
     "Scenario",
+    "describe",
+    "dnsviz_codes",
+    "dnsviz_grok",
+    "ede_codes",
     "require_hierarchy",
     "resolver_query",
+    "running_lab",
 ]
 
 #: The port every server of the hierarchy listens on.
@@ -917,6 +944,65 @@ def running_lab(workdir: Path) -> Iterator[HierarchyLab]:
         yield lab
     finally:
         lab.stop()
+
+
+def dnsviz_grok(hierarchy: Hierarchy, *names: str) -> dict[str, Any]:
+    """Probe the hierarchy with DNSViz from its root and return ``dnsviz grok``'s findings.
+
+    ``dnsviz probe -A -4 -x .:a.root-servers.test.=ROOT`` then ``dnsviz grok
+    -t <root DNSKEY> -l warning``: per name, ``delegation.status`` (``SECURE``,
+    ``INSECURE``, ``BOGUS``), each DS's ``status`` and error ``code`` (e.g.
+    ``DIGEST_INVALID``), and the errors and warnings of every rrset.
+
+    Args:
+        hierarchy: the running hierarchy.
+        names: the names to probe; default ``example.com.``.
+
+    Returns:
+        grok's JSON document.
+
+    Raises:
+        pytest.skip.Exception: DNSViz or pygraphviz is not installed
+            (``pip install dnsviz pygraphviz``; pygraphviz needs libgraphviz-dev).
+        ToolError: it failed or printed something that is not JSON.
+    """
+    beside = Path(sys.executable).parent / "dnsviz"
+    tool = str(beside) if beside.is_file() else shutil.which("dnsviz")
+    if tool is None:
+        pytest.skip("dnsviz not installed (pip install dnsviz)")
+    root = f".:{ROOT_SERVER}={hierarchy.addresses.root}"
+    probe = [tool, "probe", "-A", "-4", "-x", root, *(names or (ZONE,))]
+    probed = run_tool(probe)
+    if probed.returncode != 0:
+        raise ToolError(tool_output(probe, probed))
+    grok = [tool, "grok", "-t", str(hierarchy.anchor_dnskey_file), "-l", "warning"]
+    grokked = subprocess.run(
+        grok, input=probed.stdout, capture_output=True, text=True, timeout=60, check=False
+    )
+    if "pygraphviz is required" in grokked.stderr:
+        pytest.skip("pygraphviz not installed (pip install pygraphviz; needs libgraphviz-dev)")
+    try:
+        found = json.loads(grokked.stdout)
+    except json.JSONDecodeError as exc:
+        raise ToolError(tool_output(grok, grokked)) from exc
+    if grokked.returncode != 0 or not isinstance(found, dict):
+        raise ToolError(tool_output(grok, grokked))
+    return found
+
+
+def dnsviz_codes(found: dict[str, Any]) -> frozenset[str]:
+    """Every error and warning ``code`` anywhere in a :func:`dnsviz_grok` document."""
+    codes: set[str] = set()
+    pending: list[object] = [found]
+    while pending:
+        item = pending.pop()
+        if isinstance(item, dict):
+            if isinstance(item.get("code"), str):
+                codes.add(item["code"])
+            pending.extend(item.values())
+        elif isinstance(item, list):
+            pending.extend(item)
+    return frozenset(codes)
 
 
 def ede_codes(response: dns.message.Message) -> tuple[int, ...]:

@@ -331,7 +331,7 @@ def make_tsig_key(workdir: Path, name: str) -> tuple[TsigKey, Path]:
 
 
 class AuthoritativeServer:
-    """An authoritative name server for one zone, run as a child process on 127.0.0.1.
+    """An authoritative name server for one zone, run as a child process on loopback.
 
     Subclasses say how to configure and run one daemon. The daemon runs in
     its own process group (NSD forks workers), so :meth:`kill` and

@@ -25,10 +25,14 @@ from tests.integration.hierarchy import (
     HierarchyLab,
     Scenario,
     describe,
+    dnsviz_codes,
+    dnsviz_grok,
     ede_codes,
     resolver_query,
 )
 
+#: What DNSViz says of every loopback hierarchy: its addresses are private.
+DNSVIZ_PRIVATE_IP = frozenset({"GLUE_PRIVATE_IP", "NS_NAME_PRIVATE_IP"})
 #: EDE 9, DNSKEY Missing (RFC 8914): what unbound says when no DNSKEY matches the parent's DS.
 EDE_DNSKEY_MISSING = 9
 
@@ -208,3 +212,23 @@ def test_the_root_and_the_tld_are_signed_by_their_own_keys(hierarchy: Hierarchy)
             if isinstance(r, dns.rdtypes.ANY.SOA.SOA)
         ]
         assert len(soas) == 1, describe(soa_response)
+
+
+@pytest.mark.parametrize(
+    ("scenario", "codes"),
+    [
+        (Scenario.ALL_GOOD, set()),
+        (Scenario.WRONG_DS_DIGEST, {"DIGEST_INVALID", "NO_SEP"}),
+        (Scenario.RETIRED_KSK_DS, {"MISSING_SEP_FOR_ALG", "NO_SEP"}),
+        (Scenario.EXPIRED_SERVER, {"EXPIRATION_IN_PAST", "NO_SEP"}),
+        (Scenario.LAME_SERVER, {"INVALID_RCODE"}),
+    ],
+)
+def test_dnsviz_sees_each_scenario(
+    hierarchy_lab: HierarchyLab, scenario: Scenario, codes: set[str]
+) -> None:
+    hierarchy = hierarchy_lab.apply(scenario)
+    found = dnsviz_codes(dnsviz_grok(hierarchy)) - DNSVIZ_PRIVATE_IP
+    assert codes <= found, found
+    if not codes:
+        assert not found
