@@ -62,7 +62,7 @@ servers are :class:`~tests.integration.servers.AuthoritativeServer` objects
 What each scenario looks like through unbound (``resolver_query``, RD+DO)::
 
     ALL_GOOD          NOERROR, AD
-    WRONG_DS_DIGEST   SERVFAIL, EDE 9 "... DS hash mismatches key from 127.0.N.3 for key example.com. ..."
+    WRONG_DS_DIGEST   SERVFAIL, EDE 9 "... DS hash mismatches key from 127.0.N.3 ..."
     RETIRED_KSK_DS    SERVFAIL, EDE 9 "... no keys have a DS with algorithm ED25519 ..."
     MISSING_DS        NOERROR, no AD (``example.com DS``: NOERROR, no answer, AD)
     STALE_SERVER      NOERROR, AD; about half the cache-flushed lookups get the old record
