@@ -83,7 +83,6 @@ from __future__ import annotations
 import contextlib
 import enum
 import fcntl
-import json
 import os
 import shutil
 import socket
@@ -110,15 +109,17 @@ import dns.zone
 import pytest
 from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PrivateKey
 
+from tests.integration import recursor
 from tests.integration.dnssec_tools import ToolError, require_tool, run_tool, tool_output
-from tests.integration.servers import (
-    AuthoritativeServer,
-    Knot,
-    Named,
-    Nsd,
-    _terminate,
-    require_daemon,
+from tests.integration.recursor import (
+    DNS_PORT,
+    Resolver,
+    describe,
+    dnsviz_codes,
+    ede_codes,
+    recursive_query,
 )
+from tests.integration.servers import AuthoritativeServer, Knot, Named, Nsd, require_daemon
 
 __all__ = [
     "CURRENT_BLAKE_RESOLVER",
@@ -138,8 +139,6 @@ __all__ = [
     "running_lab",
 ]
 
-#: The port every server of the hierarchy listens on.
-DNS_PORT: Final = 53
 ZONE: Final = "example.com."
 TLD: Final = "com."
 ROOT_SERVER: Final = "a.root-servers.test."
@@ -161,9 +160,6 @@ PARENT_TTL_SECONDS: Final = 300
 #: How long ago the expired zone was signed; its RRSIGs last 14 days.
 EXPIRED_SIGNED_AGO_SECONDS: Final = 20 * 86400
 STALE_SIGNED_AGO_SECONDS: Final = 3600
-RESOLVER_READY_SECONDS: Final = 10.0
-RESOLVER_PROBE_SECONDS: Final = 0.2
-RESOLVER_QUERY_SECONDS: Final = 10.0
 #: SOA refresh, retry, expire and minimum of the root and the TLD.
 _SOA_TIMERS: Final = f"1800 900 604800 {PARENT_TTL_SECONDS}"
 _RUN_CLI: Final = "from alter_publish.cli import main; main()"
@@ -314,30 +310,25 @@ def require_hierarchy() -> None:
 def resolver_query(
     hierarchy: Hierarchy, name: str, rdtype: str, *, cd: bool = False
 ) -> dns.message.Message:
-    """Ask unbound one question with RD and DO set (and CD when asked), UDP then TCP.
-
-    Args:
-        hierarchy: the running hierarchy.
-        name: the query name.
-        rdtype: the query type.
-        cd: set Checking Disabled (unbound then answers without validating).
-
-    Returns:
-        The response, whatever its rcode; EDE options are in ``response.extended_errors()``.
+    """Ask the hierarchy's unbound one question (RD, DO, CD if asked): :func:`recursive_query`.
 
     Raises:
         ToolError: unbound does not answer.
     """
-    query = dns.message.make_query(name, rdtype, want_dnssec=True, use_edns=0)
-    query.flags |= dns.flags.RD | (dns.flags.CD if cd else 0)
-    host, port = hierarchy.resolver
-    try:
-        response = dns.query.udp(query, host, timeout=RESOLVER_QUERY_SECONDS, port=port)
-        if response.flags & dns.flags.TC:
-            response = dns.query.tcp(query, host, timeout=RESOLVER_QUERY_SECONDS, port=port)
-    except (dns.exception.DNSException, OSError) as exc:
-        raise ToolError(f"unbound did not answer {name} {rdtype}: {exc}") from exc
-    return response
+    return recursive_query(hierarchy.resolver, name, rdtype, cd=cd)
+
+
+def dnsviz_grok(hierarchy: Hierarchy, *names: str) -> dict[str, Any]:
+    """DNSViz's findings on ``names`` (default example.com.), probed from the hierarchy's root.
+
+    See :func:`tests.integration.recursor.dnsviz_grok`.
+
+    Raises:
+        pytest.skip.Exception: DNSViz or pygraphviz is not installed.
+        ToolError: DNSViz failed.
+    """
+    root = (ROOT_SERVER, hierarchy.addresses.root)
+    return recursor.dnsviz_grok(root, hierarchy.anchor_dnskey_file, names or (ZONE,))
 
 
 # --------------------------------------------------------------------------
@@ -497,131 +488,6 @@ def _make_workspace(root: Path, addresses: Addresses, now: int) -> tuple[Path, P
     definition.write_text(_definition(addresses, CURRENT_BLAKE_RESOLVER), encoding="utf-8")
     _sign_workspace(root, "--now", str(now), "--allow-simulated-time")
     return expired, stale
-
-
-# --------------------------------------------------------------------------
-# unbound
-# --------------------------------------------------------------------------
-
-
-class Resolver:
-    """unbound as a validating recursive resolver, from the hierarchy's root.
-
-    Own process group, own directory, no chroot, no user switch; a control
-    socket in its directory for :meth:`flush`.
-    """
-
-    def __init__(self, workdir: Path, address: str, *, hints: Path, anchor: Path) -> None:
-        self._tool = require_tool("unbound")
-        self._control = require_tool("unbound-control")
-        self.workdir = workdir
-        self.address = address
-        self._hints = hints
-        self._anchor = anchor
-        self._process: subprocess.Popen[bytes] | None = None
-
-    @property
-    def config_file(self) -> Path:
-        """unbound.conf."""
-        return self.workdir / "unbound.conf"
-
-    @property
-    def log_file(self) -> Path:
-        """unbound's log (``logfile:``)."""
-        return self.workdir / "unbound.log"
-
-    def config(self) -> str:
-        """The unbound.conf text."""
-        work = self.workdir
-        server = [
-            f"interface: {self.address}",
-            f"port: {DNS_PORT}",
-            "access-control: 127.0.0.0/8 allow",
-            "do-ip6: no",
-            "do-daemonize: no",
-            'username: ""',
-            'chroot: ""',
-            f'directory: "{work}"',
-            f'pidfile: "{work / "unbound.pid"}"',
-            "use-syslog: no",
-            f'logfile: "{self.log_file}"',
-            "verbosity: 1",
-            "val-log-level: 2",
-            "ede: yes",
-            "num-threads: 1",
-            "do-not-query-localhost: no",
-            'module-config: "validator iterator"',
-            f'root-hints: "{self._hints}"',
-            f'trust-anchor-file: "{self._anchor}"',
-            "trust-anchor-signaling: no",
-            "root-key-sentinel: no",
-            "prefetch: no",
-        ]
-        control = [
-            "control-enable: yes",
-            f'control-interface: "{work / "unbound.ctl"}"',
-            "control-use-cert: no",
-        ]
-        return (
-            "\n".join(
-                ["server:", *(f"    {line}" for line in server), "remote-control:"]
-                + [f"    {line}" for line in control]
-            )
-            + "\n"
-        )
-
-    def log_tail(self, lines: int = 30) -> str:
-        """The last lines of the log and the console output."""
-        parts = []
-        for path in (self.workdir / "unbound.console", self.log_file):
-            if path.exists():
-                text = path.read_text(encoding="utf-8", errors="replace").splitlines()
-                parts.append(f"--- {path}\n" + "\n".join(text[-lines:]))
-        return "\n".join(parts)
-
-    def start(self) -> None:
-        """Start ``unbound -d`` and wait until it answers.
-
-        Raises:
-            ToolError: it exits or does not answer within RESOLVER_READY_SECONDS.
-        """
-        self.workdir.mkdir(parents=True, exist_ok=True)
-        self.config_file.write_text(self.config(), encoding="utf-8")
-        with (self.workdir / "unbound.console").open("ab") as console:
-            self._process = subprocess.Popen(
-                [self._tool, "-d", "-c", str(self.config_file)],
-                cwd=self.workdir,
-                stdin=subprocess.DEVNULL,
-                stdout=console,
-                stderr=subprocess.STDOUT,
-                start_new_session=True,
-            )
-        probe = dns.message.make_query("version.server.", "TXT", "CH")
-        deadline = time.monotonic() + RESOLVER_READY_SECONDS
-        while time.monotonic() < deadline and self._process.poll() is None:
-            with contextlib.suppress(dns.exception.Timeout, OSError):
-                dns.query.udp(probe, self.address, timeout=RESOLVER_PROBE_SECONDS, port=DNS_PORT)
-                return
-            time.sleep(0.05)
-        self.stop()
-        raise ToolError(f"unbound did not start on {self.address}@{DNS_PORT}:\n{self.log_tail()}")
-
-    def flush(self) -> None:
-        """Drop every cache (``unbound-control reload``: rrsets, messages, keys, infra).
-
-        Raises:
-            ToolError: unbound-control failed.
-        """
-        argv = [self._control, "-c", str(self.config_file), "reload"]
-        completed = run_tool(argv)
-        if completed.returncode != 0:
-            raise ToolError(tool_output(argv, completed) + "\n" + self.log_tail())
-
-    def stop(self) -> None:
-        """Terminate unbound and its process group. Idempotent."""
-        process, self._process = self._process, None
-        if process is not None:
-            _terminate(process)
 
 
 # --------------------------------------------------------------------------
@@ -944,75 +810,3 @@ def running_lab(workdir: Path) -> Iterator[HierarchyLab]:
         yield lab
     finally:
         lab.stop()
-
-
-def dnsviz_grok(hierarchy: Hierarchy, *names: str) -> dict[str, Any]:
-    """Probe the hierarchy with DNSViz from its root and return ``dnsviz grok``'s findings.
-
-    ``dnsviz probe -A -4 -x .:a.root-servers.test.=ROOT`` then ``dnsviz grok
-    -t <root DNSKEY> -l warning``: per name, ``delegation.status`` (``SECURE``,
-    ``INSECURE``, ``BOGUS``), each DS's ``status`` and error ``code`` (e.g.
-    ``DIGEST_INVALID``), and the errors and warnings of every rrset.
-
-    Args:
-        hierarchy: the running hierarchy.
-        names: the names to probe; default ``example.com.``.
-
-    Returns:
-        grok's JSON document.
-
-    Raises:
-        pytest.skip.Exception: DNSViz or pygraphviz is not installed
-            (``pip install dnsviz pygraphviz``; pygraphviz needs libgraphviz-dev).
-        ToolError: it failed or printed something that is not JSON.
-    """
-    beside = Path(sys.executable).parent / "dnsviz"
-    tool = str(beside) if beside.is_file() else shutil.which("dnsviz")
-    if tool is None:
-        pytest.skip("dnsviz not installed (pip install dnsviz)")
-    root = f".:{ROOT_SERVER}={hierarchy.addresses.root}"
-    probe = [tool, "probe", "-A", "-4", "-x", root, *(names or (ZONE,))]
-    probed = run_tool(probe)
-    if probed.returncode != 0:
-        raise ToolError(tool_output(probe, probed))
-    grok = [tool, "grok", "-t", str(hierarchy.anchor_dnskey_file), "-l", "warning"]
-    grokked = subprocess.run(
-        grok, input=probed.stdout, capture_output=True, text=True, timeout=60, check=False
-    )
-    if "pygraphviz is required" in grokked.stderr:
-        pytest.skip("pygraphviz not installed (pip install pygraphviz; needs libgraphviz-dev)")
-    try:
-        found = json.loads(grokked.stdout)
-    except json.JSONDecodeError as exc:
-        raise ToolError(tool_output(grok, grokked)) from exc
-    if grokked.returncode != 0 or not isinstance(found, dict):
-        raise ToolError(tool_output(grok, grokked))
-    return found
-
-
-def dnsviz_codes(found: dict[str, Any]) -> frozenset[str]:
-    """Every error and warning ``code`` anywhere in a :func:`dnsviz_grok` document."""
-    codes: set[str] = set()
-    pending: list[object] = [found]
-    while pending:
-        item = pending.pop()
-        if isinstance(item, dict):
-            if isinstance(item.get("code"), str):
-                codes.add(item["code"])
-            pending.extend(item.values())
-        elif isinstance(item, list):
-            pending.extend(item)
-    return frozenset(codes)
-
-
-def ede_codes(response: dns.message.Message) -> tuple[int, ...]:
-    """The Extended DNS Error codes of a response."""
-    return tuple(int(option.code) for option in response.extended_errors())
-
-
-def describe(response: dns.message.Message) -> str:
-    """rcode, flags, EDE and answer, one line, for assertion messages."""
-    errors = "; ".join(f"EDE {int(e.code)} {e.text!r}" for e in response.extended_errors())
-    answer = " | ".join(rrset.to_text() for rrset in response.answer)
-    flags = dns.flags.to_text(response.flags)
-    return f"{dns.rcode.to_text(response.rcode())} [{flags}] {errors} {answer}"
