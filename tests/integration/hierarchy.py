@@ -54,7 +54,10 @@ flushes unbound's caches (``unbound-control reload``). The scenarios
 * ``DISAGREEING_GLUE``: the parent's glue for ns2.example.com. points at
   :attr:`Addresses.spare` (nothing listens there); the zone says 127.0.N.4.
 
-Other shapes of the parent: :meth:`HierarchyLab.set_delegation`. The
+Other shapes of the parent: :meth:`HierarchyLab.set_delegation` (e.g. the
+new DS during a KSK rollover). After signing the workspace again (rotate,
+rollover steps), :meth:`HierarchyLab.publish` serves build/example.com.zone
+on ns1 and ns2. The
 servers are :class:`~tests.integration.servers.AuthoritativeServer` objects
 (``lab.root``, ``lab.tld``, ``lab.ns1``, ``lab.ns2``: ``query``,
 ``soa_serial``, ``rrset``, ``stop``/``start``); ``lab.resolver.flush()``.
@@ -177,6 +180,12 @@ class Scenario(enum.StrEnum):
     LAME_SERVER = "lame-server"
     EXPIRED_SERVER = "expired-server"
     DISAGREEING_GLUE = "disagreeing-glue"
+
+
+#: The scenarios that change ns2, not the parent.
+_NS2_SCENARIOS: Final = frozenset(
+    {Scenario.STALE_SERVER, Scenario.LAME_SERVER, Scenario.EXPIRED_SERVER}
+)
 
 
 @dataclass(frozen=True, slots=True)
@@ -626,6 +635,7 @@ class HierarchyLab:
         )
         self._write_anchors()
         self._write_tld(self._good)
+        self._ns1_zone: Path = self.hierarchy.zone_file
         self._ns2_zone: Path = self.hierarchy.zone_file
         self._lame = False
         servers = self._workdir / "servers"
@@ -747,9 +757,39 @@ class HierarchyLab:
             case Scenario.ALL_GOOD:
                 pass
         self.set_delegation(delegation, flush=False)
+        if self._ns1_zone != hierarchy.zone_file:
+            _serve(self.ns1, hierarchy.zone_file)
+            self._ns1_zone = hierarchy.zone_file
         self._serve_on_ns2(ns2_zone, lame=lame)
         self.resolver.flush()
         self.hierarchy = replace(self.hierarchy, scenario=scenario)
+        return self.hierarchy
+
+    def publish(self, zone_file: Path | None = None) -> Hierarchy:
+        """Serve a zone on ns1 and ns2, e.g. after a test signed the workspace again.
+
+        A lame ns2 serves the zone again: a scenario about ns2 becomes
+        ALL_GOOD (the parent is left as it is). unbound is flushed.
+
+        Args:
+            zone_file: the zone; default build/example.com.zone as it is now.
+
+        Returns:
+            The hierarchy.
+
+        Raises:
+            ToolError: a server does not serve the zone's serial.
+        """
+        source = zone_file or self.hierarchy.zone_file
+        _serve(self.ns1, source)
+        self._ns1_zone = source
+        if self._lame:
+            self._serve_on_ns2(source, lame=False)
+        _serve(self.ns2, source)
+        self._ns2_zone = source
+        if self.hierarchy.scenario in _NS2_SCENARIOS:
+            self.hierarchy = replace(self.hierarchy, scenario=Scenario.ALL_GOOD)
+        self.resolver.flush()
         return self.hierarchy
 
     def set_delegation(self, delegation: Delegation, *, flush: bool = True) -> Hierarchy:
@@ -784,10 +824,15 @@ class HierarchyLab:
             self.ns2.start()
             self._lame = lame
         if not lame and zone_file != self._ns2_zone:
-            shutil.copyfile(zone_file, self.ns2.zone_copy)
-            self.ns2.reload(serial=_serial(zone_file))
+            _serve(self.ns2, zone_file)
         if not lame:
             self._ns2_zone = zone_file
+
+
+def _serve(server: AuthoritativeServer, zone_file: Path) -> None:
+    """Copy ``zone_file`` to the running server and wait until it serves its serial."""
+    shutil.copyfile(zone_file, server.zone_copy)
+    server.reload(serial=_serial(zone_file))
 
 
 def _serial(zone_file: Path) -> int:

@@ -232,3 +232,23 @@ def test_dnsviz_sees_each_scenario(
     assert codes <= found, found
     if not codes:
         assert not found
+
+
+@pytest.mark.parametrize("scenario", [Scenario.ALL_GOOD, Scenario.LAME_SERVER])
+def test_publish_serves_another_zone_on_both_servers(
+    hierarchy_lab: HierarchyLab, scenario: Scenario
+) -> None:
+    hierarchy_lab.apply(scenario)
+    hierarchy = hierarchy_lab.publish(hierarchy_lab.hierarchy.stale_zone)
+    assert hierarchy.scenario == Scenario.ALL_GOOD
+    try:
+        for server in (hierarchy_lab.ns1, hierarchy_lab.ns2):
+            answer = server.query(hierarchy.probe_name, "TXT")
+            assert f"r={STALE_BLAKE_RESOLVER};" in _txt(answer, hierarchy.probe_name)
+        response = resolver_query(hierarchy, hierarchy.probe_name, "TXT")
+        assert f"r={STALE_BLAKE_RESOLVER};" in _txt(response, hierarchy.probe_name)
+    finally:
+        hierarchy = hierarchy_lab.publish()
+    assert hierarchy_lab.ns1.soa_serial() == hierarchy_lab.ns2.soa_serial()
+    response = resolver_query(hierarchy, hierarchy.probe_name, "TXT")
+    assert f"r={CURRENT_BLAKE_RESOLVER};" in _txt(response, hierarchy.probe_name)
