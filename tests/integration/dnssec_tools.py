@@ -77,6 +77,8 @@ TOOL_PACKAGES: Final = {
     "dig": "bind9-dnsutils",
     "unbound": "unbound",
     "unbound-checkconf": "unbound",
+    "unbound-control": "unbound",
+    "ip": "iproute2",
 }
 #: Where daemons live when PATH lacks the sbin directories (non-root users).
 SBIN_PATH: Final = os.pathsep.join(("/usr/local/sbin", "/usr/sbin", "/sbin"))
@@ -304,6 +306,7 @@ def delv(
     *,
     anchor_zone: str,
     anchor_ds: Sequence[str],
+    options: Sequence[str] = (),
 ) -> DelvResult:
     """Look a name up with delv against one server, validating from a DS anchor.
 
@@ -318,6 +321,9 @@ def delv(
         anchor_zone: the zone the anchor is for (``+root=``).
         anchor_ds: DS rdata texts, e.g. ``"12345 15 2 ab12..."``; each becomes
             ``static-ds`` in a ``trust-anchors`` file (``-a``).
+        options: more delv options, e.g. ``("+cdflag",)`` to validate the
+            answers of a validating resolver (which answers SERVFAIL to bogus
+            data without it).
 
     Returns:
         The status and output.
@@ -354,6 +360,7 @@ def delv(
             "IN",
             "-t",
             rdtype,
+            *options,
             "-q",
             name,
         ]

@@ -1,7 +1,9 @@
 """Typed harness around real authoritative DNS servers, for integration tests.
 
 BIND (``named``), Knot DNS (``knotd``) and NSD (``nsd``) run as child
-processes on 127.0.0.1, each in its own working directory with its own
+processes on 127.0.0.1 and a free port (or on the loopback address and the
+fixed port given as ``host=`` and ``port=``, as tests/integration/hierarchy.py
+runs them on port 53), each in its own working directory with its own
 configuration, pid file, journals and logs: no chroot, no user switch, no
 control channel on a fixed port and nothing under /etc or /run, so the same
 configuration works for root and for an unprivileged user, and never touches
@@ -329,7 +331,7 @@ def make_tsig_key(workdir: Path, name: str) -> tuple[TsigKey, Path]:
 
 
 class AuthoritativeServer:
-    """An authoritative name server for one zone, run as a child process on 127.0.0.1.
+    """An authoritative name server for one zone, run as a child process on loopback.
 
     Subclasses say how to configure and run one daemon. The daemon runs in
     its own process group (NSD forks workers), so :meth:`kill` and
@@ -354,6 +356,8 @@ class AuthoritativeServer:
         tsig: TsigKey | None = None,
         allow_update: bool = False,
         inline_signing: bool = False,
+        host: str = LOOPBACK,
+        port: int | None = None,
     ) -> None:
         """Prepare the server; nothing runs or is written until :meth:`start`.
 
@@ -367,6 +371,10 @@ class AuthoritativeServer:
             allow_update: accept RFC 2136 updates signed with ``tsig``.
             inline_signing: sign the zone with the server's own key instead of
                 serving ``zone_file``'s signatures.
+            host: the IPv4 loopback address to listen on, e.g. ``127.0.10.3``
+                (any of 127.0.0.0/8 works on Linux without configuring it).
+            port: listen on this port only (e.g. 53, which needs root); by
+                default a free port, another one if it is taken meanwhile.
 
         Raises:
             ValueError: ``allow_update`` without ``tsig``, a feature this server
@@ -388,8 +396,10 @@ class AuthoritativeServer:
         self.tsig = tsig
         self.allow_update = allow_update
         self.inline_signing = inline_signing
+        self._host = _quoted(host, "host")
+        self._fixed_port = port
         self._process: subprocess.Popen[bytes] | None = None
-        self._port: int | None = None
+        self._port: int | None = port
         self._prepared = False
 
     # -- paths ---------------------------------------------------------------
@@ -449,7 +459,7 @@ class AuthoritativeServer:
         """
         if self._port is None or self._process is None:
             raise ToolError(f"{self.DAEMON} is not running")
-        return LOOPBACK, self._port
+        return self._host, self._port
 
     @property
     def server_spec(self) -> str:
@@ -534,7 +544,7 @@ class AuthoritativeServer:
             ToolError: the checker did not finish in time.
         """
         self._prepare()
-        port = self._port if self._port is not None else free_port()
+        port = self._port if self._port is not None else free_port(self._host)
         self.config_file.write_text(self.config(port), encoding="utf-8")
         argv = self.checker_argv()
         completed = run_tool(argv)
@@ -556,7 +566,7 @@ class AuthoritativeServer:
             raise ToolError(f"{self.DAEMON} is running already")
         self._prepare()
         for attempt in range(SERVER_START_ATTEMPTS):
-            port = self._port if attempt == 0 and self._port is not None else free_port()
+            port = self._next_port(attempt)
             self.config_file.write_text(self.config(port), encoding="utf-8")
             offsets = {path: _size(path) for path in self.log_files}
             with self.console_file.open("ab") as console:
@@ -582,17 +592,26 @@ class AuthoritativeServer:
             _terminate(process)
             this_run = "".join(_read_from(path, offset) for path, offset in offsets.items())
             port_taken = any(text in this_run.lower() for text in _PORT_TAKEN)
-            if not (port_taken and attempt + 1 < SERVER_START_ATTEMPTS):
+            retry = self._fixed_port is None and attempt + 1 < SERVER_START_ATTEMPTS
+            if not (port_taken and retry):
                 state = (
                     f"exit status {process.returncode}"
                     if process.returncode is not None and process.returncode >= 0
                     else f"no answer within {SERVER_READY_SECONDS} s"
                 )
                 raise ToolError(
-                    f"{self.DAEMON} did not serve {self.zone} on {LOOPBACK}@{port} "
+                    f"{self.DAEMON} did not serve {self.zone} on {self._host}@{port} "
                     f"({state}):\n{self.log_tail()}"
                 )
         raise AssertionError("unreachable")  # pragma: no cover - the loop raises or returns
+
+    def _next_port(self, attempt: int) -> int:
+        """The fixed port; else the old port first (a restart), then free ones."""
+        if self._fixed_port is not None:
+            return self._fixed_port
+        if attempt == 0 and self._port is not None:
+            return self._port
+        return free_port(self._host)
 
     def _wait_ready(self, process: subprocess.Popen[bytes], port: int) -> bool:
         """Poll ``SOA <zone>`` over UDP until the answer is authoritative (and signed)."""
@@ -602,7 +621,7 @@ class AuthoritativeServer:
             if process.poll() is not None:
                 return False
             try:
-                response = dns.query.udp(probe, LOOPBACK, timeout=SERVER_PROBE_SECONDS, port=port)
+                response = dns.query.udp(probe, self._host, timeout=SERVER_PROBE_SECONDS, port=port)
             except (dns.exception.DNSException, OSError):
                 time.sleep(0.05)
                 continue
@@ -914,7 +933,7 @@ class Named(AuthoritativeServer):
             f'statistics-file "{work / "named.stats"}";',
             f'memstatistics-file "{work / "named.memstats"}";',
             f'key-directory "{work / "keys"}";',
-            f"listen-on port {port} {{ {LOOPBACK}; }};",
+            f"listen-on port {port} {{ {self._host}; }};",
             "listen-on-v6 { none; };",
             "recursion no;",
             "dnssec-validation no;",
@@ -996,7 +1015,7 @@ class Knot(AuthoritativeServer):
             "server:",
             f'    rundir: "{work}"',
             f'    pidfile: "{work / "knot.pid"}"',
-            f"    listen: {LOOPBACK}@{port}",
+            f"    listen: {self._host}@{port}",
             "    udp-workers: 1",
             "    tcp-workers: 1",
             "    background-workers: 1",
@@ -1080,7 +1099,14 @@ class Nsd(AuthoritativeServer):
     DAEMON = "nsd"
 
     def __init__(
-        self, workdir: Path, zone: str, zone_file: Path, *, tsig: TsigKey | None = None
+        self,
+        workdir: Path,
+        zone: str,
+        zone_file: Path,
+        *,
+        tsig: TsigKey | None = None,
+        host: str = LOOPBACK,
+        port: int | None = None,
     ) -> None:
         """Prepare nsd; see :class:`AuthoritativeServer`.
 
@@ -1088,7 +1114,7 @@ class Nsd(AuthoritativeServer):
             ValueError: an unquotable path.
             pytest.skip.Exception: nsd is not installed.
         """
-        super().__init__(workdir, zone, zone_file, tsig=tsig)
+        super().__init__(workdir, zone, zone_file, tsig=tsig, host=host, port=port)
 
     @property
     def log_file(self) -> Path:
@@ -1113,7 +1139,7 @@ class Nsd(AuthoritativeServer):
         work = self.workdir
         lines = [
             "server:",
-            f"    ip-address: {LOOPBACK}@{port}",
+            f"    ip-address: {self._host}@{port}",
             f"    port: {port}",
             "    do-ip4: yes",
             "    do-ip6: no",
@@ -1146,7 +1172,7 @@ class Nsd(AuthoritativeServer):
                 f'    secret: "{tsig.secret}"',
                 "",
             ]
-            zone.append(f'    provide-xfr: {LOOPBACK} "{tsig.name}"')
+            zone.append(f'    provide-xfr: 127.0.0.0/8 "{tsig.name}"')
         lines += ["zone:", *zone]
         return "\n".join(lines) + "\n"
 
