@@ -15,7 +15,7 @@ from typing import Annotated, Any, Final
 
 import typer
 
-from alter_publish.cli import dnssec, handles, init, publish, resolve, sign
+from alter_publish.cli import dnssec, handles, init, publish, resolve, sign, world
 from alter_publish.cli.output import FailureError
 from alter_publish.errors import (
     EXIT_INTERNAL,
@@ -70,6 +70,7 @@ app.command()(handles.revoke)
 app.command()(publish.plan)
 app.command()(publish.push)
 app.command("export")(publish.export_command)
+app.command()(world.check)
 app.add_typer(keys_app)
 keys_app.command("status")(handles.keys_status)
 
@@ -124,6 +125,7 @@ SUMMARIES: Final = {
     ("plan",): "List the record changes a push would make.",
     ("push",): "Update a primary by RFC 2136 with TSIG, then prove it.",
     ("export",): "Export the signed records for BIND, octoDNS or HTTPS.",
+    ("check",): "Check the published zone at its parent and every server.",
     ("keys",): "Handle and zone key status across zones.",
     ("keys", "status"): "Show key epochs and states, and what is due next.",
     ("dnssec",): "Zone DNSSEC keys, rollovers and the DS for the parent.",
@@ -155,6 +157,7 @@ METAVARS: Final = {
     "jobs": "N",
     "epoch": "N",
     "server": "HOST:PORT",
+    "resolver": "HOST:PORT",
     "address": "ADDRESS",
     "port": "PORT",
     "tcp_max_connections": "N",

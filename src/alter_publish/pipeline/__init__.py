@@ -30,6 +30,7 @@ from alter_publish.pipeline.reports import (
 from alter_publish.pipeline.scaffold import ZONE_SCAFFOLD, dnssec_keygen, init_workspace, keygen
 from alter_publish.pipeline.signing import sign
 from alter_publish.pipeline.verification import read_expected, read_zone_file, verify
+from alter_publish.pipeline.worldcheck import WorldReport, check_world
 
 __all__ = [
     "HANDLE_CHANGE_REASONS",
@@ -39,8 +40,10 @@ __all__ = [
     "RunContext",
     "SignReport",
     "VerifyReport",
+    "WorldReport",
     "ZonePlan",
     "ZoneResult",
+    "check_world",
     "current_outputs",
     "default_templates_dir",
     "dnssec_keygen",

@@ -35,6 +35,7 @@ from alter_publish.pipeline.chain import handle_expectation
 from alter_publish.pipeline.paths import current_outputs, ds_path, output_paths
 from alter_publish.pipeline.reports import VerifyReport
 from alter_publish.verify.proof import (
+    Expectation,
     ProofReport,
     check_answers,
     prove_served,
@@ -69,6 +70,25 @@ def read_expected(
         raise RenderError(
             f"not an envelopes document ({exc})", where=str(where or envelopes_file)
         ) from exc
+
+
+def expectations_for(
+    spec: ZoneSpec, envelopes_file: Path, *, where: Path | None = None
+) -> dict[str, Expectation]:
+    """Handle-ref -> what ``sign`` signed and proved for it, from the envelopes document
+    (named ``where`` in errors) and the zone's log (each rotated handle's previous key).
+
+    Raises:
+        RenderError: the envelopes document or the log is missing or broken.
+    """
+    index = LogIndex(read_log(log_path_for(spec.path)))
+    expected = read_expected(envelopes_file, where=where)
+    return {
+        handle_spec.handle.ref: handle_expectation(handle_spec, envelope, revocations, index)
+        for handle_spec in spec.handles
+        if handle_spec.handle.ref in expected
+        for envelope, revocations in [expected[handle_spec.handle.ref]]
+    }
 
 
 def read_zone_file(path: Path, origin: str, where: Path | None = None) -> dns.zone.Zone:
@@ -130,14 +150,7 @@ def verify(
             anchors = given
         elif spec.dnssec.enabled and not allow_insecure:
             anchors = read_trust_anchors(read[2], where=ds_path(out, spec.origin))
-        index = LogIndex(read_log(log_path_for(spec.path)))
-        expected = read_expected(read[1], where=envelopes_file)
-        expectations = {
-            handle_spec.handle.ref: handle_expectation(handle_spec, envelope, revocations, index)
-            for handle_spec in spec.handles
-            if handle_spec.handle.ref in expected
-            for envelope, revocations in [expected[handle_spec.handle.ref]]
-        }
+        expectations = expectations_for(spec, read[1], where=envelopes_file)
         if server is None:
             zone = read_zone_file(read[0], spec.origin, where=zone_file)
             proof = prove_zone(zone, spec, expectations, now=now, anchors=anchors)

@@ -1,0 +1,150 @@
+"""``check``: after publishing, prove what the world sees of a zone against what ``sign``
+wrote: the parent's DS and delegation at every parent name server, every address of
+every name server of the zone (serial, alter1 records handle by handle, signatures), and
+each recursive resolver given (see :mod:`alter_publish.verify.world`).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from alter_publish.definition.model import ZoneSpec, load_zone
+from alter_publish.definition.state import SerialState, state_path_for
+from alter_publish.dns.anchors import TrustAnchor, read_trust_anchors
+from alter_publish.dns.zonekeys import ZoneKeyRole, ZoneKeyState
+from alter_publish.errors import EXIT_DRIFT, EXIT_OK, EXIT_VERIFICATION, RenderError, UsageError
+from alter_publish.keys.store import KeyStore
+from alter_publish.pipeline.paths import current_outputs, ds_path, output_paths
+from alter_publish.pipeline.verification import expectations_for
+from alter_publish.verify.world import (
+    Expected,
+    Finding,
+    Located,
+    Server,
+    check_parent,
+    check_resolvers,
+    check_servers,
+    denial_findings,
+    locate,
+)
+
+
+@dataclass(frozen=True, slots=True)
+class WorldReport:
+    """What ``check`` found for one zone."""
+
+    zone: str
+    serial: int
+    located: Located
+    findings: tuple[Finding, ...]
+
+    @property
+    def exit_code(self) -> int:
+        """0: all is well (warnings at most); 7: only servers not yet converged; 1: else."""
+        severities = {finding.severity for finding in self.findings}
+        if "error" in severities:
+            return EXIT_VERIFICATION
+        return EXIT_DRIFT if "converging" in severities else EXIT_OK
+
+    def to_mapping(self) -> dict[str, Any]:
+        """JSON form."""
+        return {
+            "zone": self.zone,
+            "serial": self.serial,
+            "parent": self.located.parent,
+            "parent_servers": [
+                {"name": s.name, "addresses": list(s.addresses)}
+                for s in self.located.parent_servers
+            ],
+            "servers": [
+                {"name": s.name, "addresses": list(s.addresses)} for s in self.located.servers
+            ],
+            "findings": [finding.to_mapping() for finding in self.findings],
+            "exit_code": self.exit_code,
+        }
+
+
+def _server(server: Server) -> dict[str, Any]:
+    return {"name": server.name, "addresses": list(server.addresses)}
+
+
+def check_world(
+    definition: Path,
+    *,
+    out: Path,
+    keys: KeyStore,
+    now: int,
+    resolvers: Sequence[tuple[str, int]],
+    port: int = 53,
+) -> WorldReport:
+    """Check the zone of ``definition`` as the world sees it (see the module).
+
+    ``port`` is where name servers are asked (53; tests use another).
+
+    Raises:
+        DefinitionError: the definition is wrong.
+        RenderError: ``sign`` has not written the zone's outputs and state yet.
+        UsageError: no resolver to find the servers with.
+        ResolveError: the resolver cannot say which zone is the parent.
+        KeyStoreError: the zone key index is unreadable.
+    """
+    if not resolvers:
+        raise UsageError("check needs at least one --resolver HOST:PORT to find the servers")
+    spec = load_zone(definition)
+    expected = _expected(spec, out, keys)
+    located = locate(spec.origin, spec.ns, expected.glue, resolvers[0])
+    signed = spec.dnssec.enabled
+    findings = [
+        *denial_findings(spec),
+        *check_parent(spec.origin, located, expected, signed=signed, port=port),
+        *check_servers(spec, located, expected, now=now, port=port),
+        *check_resolvers(spec.origin, resolvers, signed=signed),
+    ]
+    return WorldReport(spec.origin, expected.serial, located, tuple(findings))
+
+
+def _expected(spec: ZoneSpec, out: Path, keys: KeyStore) -> Expected:
+    """What ``sign`` wrote for ``spec``: serial, DS, the alter1 records; and the KSKs the
+    key store retired.
+
+    Raises:
+        RenderError: no state or outputs yet.
+    """
+    state_path = state_path_for(spec.path)
+    state = SerialState.read(state_path)
+    if state is None:
+        raise RenderError("no serial state: run 'alter-publish sign' first", where=str(state_path))
+    _, envelopes_file, ds_file = current_outputs(out, spec.origin)
+    anchors: tuple[TrustAnchor, ...] = ()
+    if spec.dnssec.enabled:
+        anchors = read_trust_anchors(ds_file, where=ds_path(out, spec.origin))
+    ds = frozenset(
+        f"{rdata.key_tag} {rdata.algorithm} {rdata.digest_type} {rdata.digest.hex().upper()}"
+        for anchor in anchors
+        for rdata in anchor.ds
+    )
+    retired = frozenset(
+        entry.tag
+        for entry in (keys.zones.entries(spec.origin, removed=True) if spec.dnssec.enabled else ())
+        if entry.role is ZoneKeyRole.KSK
+        and entry.state in (ZoneKeyState.RETIRED, ZoneKeyState.REMOVED)
+    )
+    glue = {
+        name: frozenset(addresses)
+        for name, addresses in spec.hosts
+        if name in spec.ns and name.endswith(f".{spec.origin}.")
+    }
+    return Expected(
+        serial=state.serial,
+        ds=ds,
+        retired=retired,
+        ns=spec.ns,
+        glue=glue,
+        anchors=anchors,
+        expectations=expectations_for(
+            spec, envelopes_file, where=output_paths(out, spec.origin)[1]
+        ),
+    )

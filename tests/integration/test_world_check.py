@@ -1,0 +1,120 @@
+"""``check`` on the loopback hierarchy of real servers (tests/integration/hierarchy.py):
+each scenario gives the findings, from the server, that a zone owner needs, and the
+exit code the docs promise (0 all good, 7 converging, 1 otherwise)."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+
+import pytest
+
+from alter_publish import pipeline
+from alter_publish.errors import EXIT_DRIFT, EXIT_OK, EXIT_VERIFICATION
+from alter_publish.keys.store import KeyStore
+from tests.integration.hierarchy import Hierarchy, HierarchyLab, Scenario
+
+_RUN_CLI = "from alter_publish.cli import main; main()"
+
+
+def _check(hierarchy: Hierarchy) -> pipeline.WorldReport:
+    return pipeline.check_world(
+        hierarchy.workspace / "zones" / "example.com.yaml",
+        out=hierarchy.workspace / "build",
+        keys=KeyStore(hierarchy.workspace / "keys"),
+        now=hierarchy.now,
+        resolvers=[hierarchy.resolver],
+    )
+
+
+def _codes(report: pipeline.WorldReport) -> dict[str, set[str | None]]:
+    found: dict[str, set[str | None]] = {}
+    for finding in report.findings:
+        found.setdefault(finding.code, set()).add(finding.server)
+    return found
+
+
+def test_all_good_is_exit_0_and_every_server_was_asked(hierarchy: Hierarchy) -> None:
+    report = _check(hierarchy)
+    assert report.findings == (), [f.line("example.com") for f in report.findings]
+    assert report.exit_code == EXIT_OK
+    assert report.located.parent == "com."
+    assert [s.name for s in report.located.servers] == ["ns1.example.com.", "ns2.example.com."]
+    assert report.located.parent_servers[0].addresses == (hierarchy.addresses.tld,)
+
+
+@pytest.mark.parametrize(
+    ("scenario", "code", "exit_code"),
+    [
+        (Scenario.WRONG_DS_DIGEST, "ds-mismatch", EXIT_VERIFICATION),
+        (Scenario.RETIRED_KSK_DS, "ds-mismatch", EXIT_VERIFICATION),
+        (Scenario.MISSING_DS, "ds-missing", EXIT_VERIFICATION),
+        (Scenario.STALE_SERVER, "serial-behind", EXIT_DRIFT),
+        (Scenario.LAME_SERVER, "lame", EXIT_VERIFICATION),
+        (Scenario.EXPIRED_SERVER, "signatures-expired", EXIT_VERIFICATION),
+        (Scenario.DISAGREEING_GLUE, "glue-mismatch", EXIT_VERIFICATION),
+    ],
+)
+def test_each_scenario_is_named_with_its_server(
+    hierarchy_lab: HierarchyLab, scenario: Scenario, code: str, exit_code: int
+) -> None:
+    hierarchy = hierarchy_lab.apply(scenario)
+    report = _check(hierarchy)
+    codes = _codes(report)
+    lines = [f.line("example.com") for f in report.findings]
+    assert code in codes, lines
+    assert report.exit_code == exit_code, lines
+    servers = codes[code]
+    if code.startswith(("ds-", "glue-")):
+        assert servers == {f"ns1.nic.com. ({hierarchy.addresses.tld})"}, lines
+    else:
+        assert servers == {f"ns2.example.com. ({hierarchy.addresses.ns2})"}, lines
+
+
+@pytest.mark.parametrize(
+    ("scenario", "code"),
+    [
+        (Scenario.WRONG_DS_DIGEST, "resolver-servfail"),
+        (Scenario.MISSING_DS, "resolver-insecure"),
+    ],
+)
+def test_the_resolver_sees_the_broken_chain(
+    hierarchy_lab: HierarchyLab, scenario: Scenario, code: str
+) -> None:
+    hierarchy = hierarchy_lab.apply(scenario)
+    findings = [f for f in _check(hierarchy).findings if f.code == code]
+    assert len(findings) == 1
+    if code == "resolver-servfail":
+        assert "EDE 9" in findings[0].message  # unbound's DNSKEY missing / DS mismatch
+
+
+def test_the_command_line_prints_findings_and_exits_as_documented(
+    hierarchy_lab: HierarchyLab,
+) -> None:
+    hierarchy = hierarchy_lab.apply(Scenario.STALE_SERVER)
+    completed = subprocess.run(
+        [
+            sys.executable,
+            "-c",
+            _RUN_CLI,
+            "check",
+            "example.com",
+            "--json",
+            "--resolver",
+            hierarchy.resolver_spec,
+            "--now",
+            str(hierarchy.now),
+        ],
+        cwd=hierarchy.workspace,
+        capture_output=True,
+        text=True,
+        timeout=120,
+        check=False,
+    )
+    assert completed.returncode == EXIT_DRIFT, completed.stderr
+    document = json.loads(completed.stdout)
+    assert [f["code"] for f in document["findings"]] == ["serial-behind"]
+    assert document["findings"][0]["severity"] == "converging"
+    assert "Traceback" not in completed.stderr
+    assert len(completed.stderr.strip().splitlines()) == 1
