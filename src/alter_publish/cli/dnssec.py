@@ -20,9 +20,10 @@ from alter_publish.cli.options import (
     clock_now,
     definition_and_keys,
     keystore,
+    parse_hostport,
     write_now,
 )
-from alter_publish.cli.output import emit_json, print_dnssec_status, print_next_step
+from alter_publish.cli.output import emit_json, print_dnssec_status, print_next_step, warn
 from alter_publish.definition.model import load_zone
 from alter_publish.definition.workspace import (
     find_definition_if_any,
@@ -158,7 +159,23 @@ def dnssec_step(
         bool,
         typer.Option(
             "--ds-published",
-            help="Confirm the parent zone now serves the new KSK's DS (checked nowhere else).",
+            help="Confirm the parent zone now serves the new KSK's DS (every parent name "
+            "server is asked first).",
+        ),
+    ] = False,
+    resolver: Annotated[
+        str | None,
+        typer.Option(
+            "--resolver",
+            help="A recursive resolver to find the parent's name servers with "
+            "(for --ds-published).",
+        ),
+    ] = None,
+    no_parent_check: Annotated[
+        bool,
+        typer.Option(
+            "--no-parent-check",
+            help="Take --ds-published on your word, asking no parent server (offline).",
         ),
     ] = False,
     now: NowOption = None,
@@ -170,5 +187,14 @@ def dnssec_step(
     """Take the running rollover's next step, once RFC 7583's wait is over."""
     moment = write_now(now, allow_simulated_time)
     definition, store = definition_and_keys(zone, zones_dir, keys)
-    result = keyops.dnssec_step(str(definition), keys=store, now=moment, ds_published=ds_published)
+    if no_parent_check and ds_published:
+        warn("WARNING: --no-parent-check: no parent name server was asked for the new DS")
+    result = pipeline.dnssec_step(
+        definition,
+        keys=store,
+        now=moment,
+        ds_published=ds_published,
+        resolver=parse_hostport(resolver) if resolver else None,
+        parent_check=not no_parent_check,
+    )
     _print_step(result, moment, as_json)

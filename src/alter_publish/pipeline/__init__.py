@@ -27,6 +27,7 @@ from alter_publish.pipeline.reports import (
     VerifyReport,
     ZoneResult,
 )
+from alter_publish.pipeline.rollovers import dnssec_step
 from alter_publish.pipeline.scaffold import ZONE_SCAFFOLD, dnssec_keygen, init_workspace, keygen
 from alter_publish.pipeline.signing import sign
 from alter_publish.pipeline.verification import read_expected, read_zone_file, verify
@@ -47,6 +48,7 @@ __all__ = [
     "current_outputs",
     "default_templates_dir",
     "dnssec_keygen",
+    "dnssec_step",
     "ds_path",
     "init_workspace",
     "keygen",

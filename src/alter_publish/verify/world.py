@@ -20,6 +20,7 @@ from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
+import dns.dnssec
 import dns.edns
 import dns.exception
 import dns.flags
@@ -46,6 +47,7 @@ CODES: Mapping[str, str] = {
     "ds-missing": "error",
     "ds-mismatch": "error",
     "ds-retired": "error",
+    "ds-stale": "warning",
     "ds-extra": "warning",
     "ds-not-built": "warning",
     "ds-unsigned-zone": "error",
@@ -283,9 +285,9 @@ def _ds_findings(
     for text in sorted(served - expected.ds):
         tag = int(text.split()[0])
         if tag in expected.retired:
-            findings.append(
-                Finding("ds-retired", f"serves DS {text} of a retired KSK (tag {tag})", where)
-            )
+            code = "ds-stale" if matching else "ds-retired"
+            what = "still serves" if matching else "serves only"
+            findings.append(Finding(code, f"{what} DS {text} of a retired KSK (tag {tag})", where))
         elif not matching:
             findings.append(
                 Finding(
@@ -526,3 +528,33 @@ def denial_findings(spec: ZoneSpec) -> list[Finding]:
             )
         ]
     return []
+
+
+def parent_missing_ds(
+    zone: str, located: Located, dnskeys: Sequence[Any], *, port: int = 53
+) -> list[str]:
+    """The parent servers (``name (address)``) that do not serve a DS for each of
+    ``dnskeys`` (any digest type, recomputed from the key), or give no answer."""
+    apex = dns.name.from_text(zone)
+    missing: list[str] = []
+    for server in located.parent_servers:
+        for address in server.addresses or ("no address",):
+            where = f"{server.name} ({address})"
+            try:
+                reply = _query(address, apex, dns.rdatatype.DS, port=port)
+            except ResolveError:
+                missing.append(where)
+                continue
+            rrset = _answer(reply, apex, dns.rdatatype.DS)
+            served = list(rrset) if rrset is not None else []
+            if not all(any(_ds_of(apex, key, ds) for ds in served) for key in dnskeys):
+                missing.append(where)
+    return missing
+
+
+def _ds_of(apex: dns.name.Name, dnskey: Any, ds: Any) -> bool:
+    """True when ``ds`` is a DS of ``dnskey`` (its digest type recomputed)."""
+    try:
+        return bool(dns.dnssec.make_ds(apex, dnskey, ds.digest_type) == ds)
+    except (dns.exception.DNSException, ValueError):
+        return False
