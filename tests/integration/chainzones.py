@@ -23,6 +23,7 @@ import dns.dnssectypes
 import dns.name
 import dns.rdata
 import dns.rdataclass
+import dns.rdataset
 import dns.rdatatype
 import dns.rdtypes.ANY.DNSKEY
 import dns.rdtypes.ANY.DS
@@ -126,9 +127,8 @@ def _expire_answer(zone: dns.zone.Zone, zsk: Key, now: int) -> None:
     rrsig = dns.dnssec.sign(
         rrset, zsk.private, EXAMPLE, zsk.dnskey, inception=now - 2 * _DAY, expiration=now - _HOUR
     )
-    sigs = node.find_rdataset(dns.rdataclass.IN, dns.rdatatype.RRSIG, dns.rdatatype.TXT)
-    sigs.clear()
-    sigs.add(rrsig, txt.ttl)
+    sigs = dns.rdataset.from_rdata(txt.ttl, rrsig)
+    node.replace_rdataset(sigs)
 
 
 @dataclass(frozen=True)

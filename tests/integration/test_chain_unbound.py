@@ -44,11 +44,14 @@ START_SECONDS = 10.0
 SECURE, INSECURE, BOGUS = DNSSECStatus.SECURE, DNSSECStatus.INSECURE, DNSSECStatus.BOGUS
 
 
+STUB_ZONES = ((".", ROOT_ADDRESS), ("com.", COM_ADDRESS), ("example.com.", EXAMPLE_ADDRESS))
+
+
 def _config(directory: Path, hierarchy: Hierarchy, port: int) -> str:
     anchor = hierarchy.root_anchor_text.strip()
     stubs = "".join(
         f'stub-zone:\n  name: "{zone}"\n  stub-addr: {address}@{port}\n'
-        for zone, address in ((".", ROOT_ADDRESS), ("com.", COM_ADDRESS), ("example.com.", EXAMPLE_ADDRESS))
+        for zone, address in STUB_ZONES
     )
     return f"""server:
   interface: {UNBOUND_ADDRESS}@{port}
