@@ -7,7 +7,10 @@ is given the test root's DS as its only trust anchor.
 
 from __future__ import annotations
 
+import subprocess
+import sys
 import time
+from pathlib import Path
 
 import dns.name
 import pytest
@@ -15,6 +18,7 @@ import pytest
 from alter_publish.dns.chain import ChainWalker, names_between
 from alter_publish.dns.iterate import IterativeAsker, ServerAsker
 from alter_publish.dns.validation import DNSSECStatus
+from alter_publish.errors import EXIT_USAGE, EXIT_VERIFICATION
 from alter_publish.verify.resolve import Answer, StubResolver
 from tests.integration.chainzones import (
     ABSENT_OWNER,
@@ -162,3 +166,53 @@ def test_names_between() -> None:
     names = names_between(dns.name.root, dns.name.from_text("a.b.c."))
     assert [name.to_text() for name in names] == ["c.", "b.c.", "a.b.c."]
     assert names_between(EXAMPLE, EXAMPLE) == []
+
+
+def _cli(*args: str) -> subprocess.CompletedProcess[str]:
+    return subprocess.run(
+        [sys.executable, "-m", "alter_publish", *args],
+        capture_output=True,
+        text=True,
+        timeout=60,
+        check=False,
+    )
+
+
+def test_resolve_command_names_the_broken_link(tmp_path: Path) -> None:
+    hierarchy = build_hierarchy(_now(), Flaw.WRONG_DS)
+    anchor = tmp_path / "root.ds"
+    anchor.write_text(hierarchy.root_anchor_text, encoding="utf-8")
+    with serving(hierarchy) as port:
+        result = _cli(
+            "resolve",
+            "~blake",
+            "--substrate",
+            "example.com",
+            "--server",
+            f"{ALL_ADDRESS}:{port}",
+            "--trust-anchor",
+            str(anchor),
+        )
+    assert result.returncode == EXIT_VERIFICATION, result.stderr
+    assert result.stderr.strip().endswith(
+        "bogus: DNSSEC validation failed: com. DS for example.com.: no DS matches a KSK"
+        f" of example.com. DNSKEY (tags {hierarchy.example_ksk.tag})"
+    )
+
+
+def test_resolve_command_rejects_bad_root_hints(tmp_path: Path) -> None:
+    hints = tmp_path / "named.root"
+    hints.write_text(". NS a.root.\n", encoding="utf-8")  # no address
+    result = _cli(
+        "resolve",
+        "~blake",
+        "--substrate",
+        "example.com",
+        "--server",
+        "127.0.0.1:9",
+        "--root-hints",
+        str(hints),
+    )
+    assert result.returncode == EXIT_USAGE, result.stderr
+    assert result.stderr.count("\n") == 1
+    assert "no root server with an address" in result.stderr

@@ -16,7 +16,7 @@ from typing import Final
 import dns.exception
 import dns.name
 import dns.rdatatype
-import dns.zone
+import dns.zonefile
 
 from alter_publish.dns.anchors import TrustAnchor, parse_trust_anchors
 from alter_publish.errors import UsageError
@@ -35,6 +35,7 @@ __all__ = [
 ROOT_HINTS_RESOURCE: Final = "named.root"
 ROOT_ANCHORS_RESOURCE: Final = "root-anchors.ds"
 _ADDRESS_TYPES: Final = (dns.rdatatype.A, dns.rdatatype.AAAA)
+_HINTS_TTL_SECONDS: Final = 3600000  # named.root's; a hints file may leave TTLs out
 
 
 @dataclass(frozen=True, slots=True)
@@ -62,23 +63,22 @@ def parse_root_hints(text: str, *, where: str) -> RootHints:
         UsageError: the text does not parse, or names no server with an address.
     """
     try:
-        zone = dns.zone.from_text(text, origin=dns.name.root, relativize=False, check_origin=False)
+        rrsets = dns.zonefile.read_rrsets(text, default_ttl=_HINTS_TTL_SECONDS)
     except (dns.exception.DNSException, ValueError) as exc:
         raise UsageError(f"bad root hints: {exc}", where=where) from exc
-    ns = zone.get_rdataset(dns.name.root, dns.rdatatype.NS)
-    servers: list[tuple[dns.name.Name, tuple[str, ...]]] = []
-    for rdata in ns or ():
-        target: dns.name.Name = rdata.target
-        addresses = tuple(
-            item.address
-            for rdtype in _ADDRESS_TYPES
-            for item in zone.get_rdataset(target, rdtype) or ()
-        )
-        if addresses:
-            servers.append((target, addresses))
+    addresses: dict[dns.name.Name, list[str]] = {}
+    targets: list[dns.name.Name] = []
+    for rrset in rrsets:
+        if rrset.rdtype == dns.rdatatype.NS and rrset.name == dns.name.root:
+            targets.extend(rdata.target for rdata in rrset)
+        elif rrset.rdtype in _ADDRESS_TYPES:
+            addresses.setdefault(rrset.name, []).extend(rdata.address for rdata in rrset)
+    servers = tuple(
+        (target, tuple(addresses[target])) for target in targets if addresses.get(target)
+    )
     if not servers:
         raise UsageError("no root server with an address ('. NS' and its A/AAAA)", where=where)
-    return RootHints(tuple(servers))
+    return RootHints(servers)
 
 
 def read_root_hints(path: Path) -> RootHints:

@@ -539,11 +539,12 @@ def resolve(
     allow_insecure: bool = False,
     pinned: tuple[int, bytes] | None = None,
     timeout: float = DEFAULT_TIMEOUT_SECONDS,
+    root_hints: RootHints | None = None,
 ) -> Resolution:
     """Resolve and verify a handle against ``server`` (spec section 7).
 
-    ``server`` is an address, or a :class:`StubResolver` to reuse (its anchors and
-    timeout apply, and its ``now`` must equal ``now``).
+    ``server`` is an address, or a :class:`StubResolver` to reuse (its anchors, timeout
+    and root hints apply, and its ``now`` must equal ``now``).
 
     Returns:
         The resolution; check ``ok`` and ``category``.
@@ -559,7 +560,7 @@ def resolve(
             raise ValueError(f"resolver validates at {server.now}, asked to verify at {now}")
         answer = server.query_txt(owner)
     else:
-        with StubResolver(server, now, anchors, timeout) as stub:
+        with StubResolver(server, now, anchors, timeout, root_hints) as stub:
             answer = stub.query_txt(owner)
     return resolve_answer(
         handle, answer, substrate=substrate, now=now, allow_insecure=allow_insecure, pinned=pinned
