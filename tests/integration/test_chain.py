@@ -12,11 +12,14 @@ import sys
 import time
 from pathlib import Path
 
+import dns.message
 import dns.name
+import dns.rdatatype
+import dns.rrset
 import pytest
 
 from alter_publish.dns.chain import ChainWalker, names_between
-from alter_publish.dns.iterate import IterativeAsker, ServerAsker
+from alter_publish.dns.iterate import IterativeAsker, ServerAsker, ask_server
 from alter_publish.dns.validation import DNSSECStatus
 from alter_publish.errors import EXIT_USAGE, EXIT_VERIFICATION
 from alter_publish.verify.resolve import Answer, StubResolver
@@ -216,3 +219,42 @@ def test_resolve_command_rejects_bad_root_hints(tmp_path: Path) -> None:
     assert result.returncode == EXIT_USAGE, result.stderr
     assert result.stderr.count("\n") == 1
     assert "no root server with an address" in result.stderr
+
+
+def _edited(response: dns.message.Message, signer: dns.name.Name | None) -> dns.message.Message:
+    """``response`` with every RRSIG dropped (``signer`` None) or re-labelled as ``signer``'s."""
+    edited = dns.message.from_wire(response.to_wire())
+    for section in (edited.answer, edited.authority):
+        for rrset in [r for r in section if r.rdtype == dns.rdatatype.RRSIG]:
+            section.remove(rrset)
+            if signer is not None:
+                section.append(
+                    dns.rrset.from_rdata_list(
+                        rrset.name, rrset.ttl, [rdata.replace(signer=signer) for rdata in rrset]
+                    )
+                )
+    return edited
+
+
+@pytest.mark.parametrize(
+    ("signer", "reason"),
+    [
+        pytest.param(None, f"TXT at {OWNER} has no RRSIG", id="stripped"),
+        pytest.param(
+            "blake.example.com.",
+            "answer signed by blake.example.com., not a zone cut"
+            " (the chain from . ends at example.com.)",
+            id="signer-below-the-zone",
+        ),
+    ],
+)
+def test_edited_answers_are_bogus_never_insecure(signer: str | None, reason: str) -> None:
+    hierarchy = build_hierarchy(_now())
+    name = dns.name.from_text(OWNER)
+    with serving(hierarchy) as port:
+        response = ask_server((ALL_ADDRESS, port), name, dns.rdatatype.TXT, timeout=TIMEOUT)
+        with StubResolver((ALL_ADDRESS, port), _now(), (hierarchy.root_anchor,), TIMEOUT) as stub:
+            assert stub.validate(response, name).status is SECURE
+            forged = _edited(response, None if signer is None else dns.name.from_text(signer))
+            validation = stub.validate(forged, name)
+    assert (validation.status, validation.reason) == (BOGUS, reason)

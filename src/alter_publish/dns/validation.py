@@ -632,15 +632,18 @@ def _nsec_encloser(
 
 
 def signer_of(response: dns.message.Message, qname: dns.name.Name) -> dns.name.Name | None:
-    """The zone that signed ``response`` (its first RRSIG signer at or above ``qname``, in
-    the answer section, else the authority section), or None when nothing is signed."""
+    """The zone that signed ``response``: its first RRSIG signer at or above ``qname``, in
+    the answer section, else the authority section; None when there is none.
+
+    Only ancestors of ``qname`` count: a record signed by some other zone (an insecure
+    one, say) must not choose the chain the answer is judged by."""
     for section in (response.answer, response.authority):
         for rrset in section:
             if rrset.rdtype != _RRSIG:
                 continue
             for rdata in rrset:
                 signer = cast("RRSIG", rdata).signer
-                if qname.is_subdomain(signer) or rrset.name.is_subdomain(signer):
+                if qname.is_subdomain(signer):
                     return signer
     return None
 
