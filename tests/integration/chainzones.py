@@ -76,6 +76,7 @@ class Flaw(Enum):
     WRONG_DS = "wrong-ds"  # a typo in the DS digest at com.
     NO_DS = "no-ds"  # the DS removed at com.: example.com. is an insecure delegation
     EXPIRED_ANSWER = "expired-answer"  # the TXT rrset's RRSIG has expired
+    NO_GLUE = "no-glue"  # not a flaw: example.com.'s server is named in the root zone
 
 
 @dataclass(frozen=True)
@@ -170,11 +171,15 @@ def build_hierarchy(now: int, flaw: Flaw = Flaw.NONE) -> Hierarchy:
     if flaw is Flaw.EXPIRED_ANSWER:
         _expire_answer(example, keys["example.com."][1], now)
     com_text = COM_TEXT
+    root_text = ROOT_TEXT
+    if flaw is Flaw.NO_GLUE:  # com. cannot give glue for a name outside it
+        com_text = com_text.replace("example NS ns.example\n", "example NS ns.hosting.\n")
+        root_text += f"ns.hosting. A {EXAMPLE_ADDRESS}\n"
     if flaw is not Flaw.NO_DS:
         ds = _ds("example.com.", keys["example.com."][0])
         com_text += f"example DS {_ds_text(ds, flaw)}\n"
     com = _signed(com_text, "com.", keys["com."], now)
-    root_text = ROOT_TEXT + f"com. DS {_ds_text(_ds('com.', keys['com.'][0]), Flaw.NONE)}\n"
+    root_text += f"com. DS {_ds_text(_ds('com.', keys['com.'][0]), Flaw.NONE)}\n"
     root = _signed(root_text, ".", keys["."], now)
     return Hierarchy(root, com, example, keys["."][0], keys["example.com."][0])
 

@@ -56,11 +56,18 @@ def _ask(hierarchy: Hierarchy, port: int, address: str, owner: str = OWNER) -> A
         return stub.query_txt(owner)
 
 
-@pytest.mark.parametrize("address", [EXAMPLE_ADDRESS, ALL_ADDRESS], ids=["iterative", "one-server"])
-def test_secure_from_the_root_anchor(address: str) -> None:
+@pytest.mark.parametrize(
+    ("address", "flaw"),
+    [
+        pytest.param(EXAMPLE_ADDRESS, Flaw.NONE, id="iterative"),
+        pytest.param(EXAMPLE_ADDRESS, Flaw.NO_GLUE, id="iterative-ns-without-glue"),
+        pytest.param(ALL_ADDRESS, Flaw.NONE, id="one-server"),
+    ],
+)
+def test_secure_from_the_root_anchor(address: str, flaw: Flaw) -> None:
     # The old validator checked the answer against the anchor's own zone: "TXT at
     # _alter.blake.example.com. signed by example.com., not by the zone .".
-    hierarchy = build_hierarchy(_now())
+    hierarchy = build_hierarchy(_now(), flaw)
     with serving(hierarchy) as port:
         answer = _ask(hierarchy, port, address)
     assert (answer.dnssec, answer.reason) == (SECURE, "")
@@ -118,8 +125,9 @@ def test_expired_signature_on_the_answer_is_bogus() -> None:
     assert answer.reason.startswith(f"RRSIG over TXT at {OWNER} expired at ")
 
 
-def test_walker_traces_every_link() -> None:
-    hierarchy = build_hierarchy(_now())
+@pytest.mark.parametrize("flaw", [Flaw.NONE, Flaw.NO_GLUE], ids=["glue", "no-glue"])
+def test_walker_traces_every_link(flaw: Flaw) -> None:
+    hierarchy = build_hierarchy(_now(), flaw)
     with serving(hierarchy) as port:
         asker = IterativeAsker(hierarchy.hints, TIMEOUT, port)
         trust = ChainWalker(asker, (hierarchy.root_anchor,), _now()).trust_for(
