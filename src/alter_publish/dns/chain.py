@@ -139,10 +139,7 @@ class ChainWalker:
         if cached is None:
             response = self.asker.ask(anchor.zone, anchor.zone, dns.rdatatype.DNSKEY)
             validation, keys = validate_dnskeys(response, anchor, now=self.now)
-            reason = validation.reason
-            if keys is None and anchor.source and not reason.startswith(anchor.source):
-                reason = f"{anchor.source}: {reason}"
-            cached = (reason, keys)
+            cached = (validation.reason, keys)
             self._keys[anchor.zone] = cached
         return cached
 

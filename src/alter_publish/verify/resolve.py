@@ -271,11 +271,6 @@ class StubResolver:
             if response.rcode() == dns.rcode.SERVFAIL:  # a resolver: ask for the data itself
                 response = self._usable(self._ask_cd(anchor.zone, dns.rdatatype.DNSKEY), "")
             cached = validate_dnskeys(response, anchor, now=self.now)
-            if cached[1] is None and anchor.source:
-                reason = cached[0].reason
-                if not reason.startswith(anchor.source):
-                    reason = f"{anchor.source}: {reason}"
-                cached = (Validation(cached[0].status, reason), None)
             self._keys[anchor.zone] = cached
         return cached
 
