@@ -15,6 +15,7 @@ from typing import Annotated
 import typer
 
 from alter_publish.definition.workspace import find_definition, workspace_for
+from alter_publish.dns.hints import RootHints, default_root_hints, read_root_hints
 from alter_publish.errors import UsageError
 from alter_publish.format.envelope import CLOCK_SKEW_SECONDS
 from alter_publish.keys.pem import passphrase_from_env
@@ -47,6 +48,15 @@ TrustAnchorOption = Annotated[
     typer.Option(
         "--trust-anchor",
         help="File of DS or DNSKEY records to validate DNSSEC to (e.g. build/<zone>.ds).",
+    ),
+]
+RootHintsOption = Annotated[
+    Path | None,
+    typer.Option(
+        "--root-hints",
+        help="Root name servers (named.root syntax) to walk the chain of trust from, when "
+        "--server is neither a recursive resolver nor serves the trust anchor's zone "
+        "(default: IANA's, shipped with alter-publish).",
     ),
 ]
 ZonesDirOption = Annotated[
@@ -107,6 +117,15 @@ def write_now(value: int | None, allow_simulated: bool) -> int:
 def keystore(root: Path) -> KeyStore:
     """The key store at ``root``, unlocked with the passphrase of the environment, if any."""
     return KeyStore(root=root, passphrase=passphrase_from_env(os.environ))
+
+
+def root_hints_from(path: Path | None) -> RootHints:
+    """The root hints in ``path``, or the IANA ones shipped with alter-publish.
+
+    Raises:
+        UsageError: the file is missing or not valid.
+    """
+    return read_root_hints(path) if path is not None else default_root_hints()
 
 
 def parse_hostport(text: str) -> tuple[str, int]:

@@ -11,10 +11,12 @@ from alter_publish import pipeline
 from alter_publish.cli.options import (
     JsonOption,
     NowOption,
+    RootHintsOption,
     SimulatedTimeOption,
     TrustAnchorOption,
     clock_now,
     parse_hostport,
+    root_hints_from,
     write_now,
 )
 from alter_publish.cli.output import emit_json, envelope_mapping, fail, print_envelope, warn
@@ -75,10 +77,17 @@ def resolve(
     allow_insecure: ResolveInsecureOption = False,
     timeout: ResolveTimeoutOption = DEFAULT_TIMEOUT_SECONDS,
     pin_store: PinStoreOption = None,
+    root_hints: RootHintsOption = None,
     allow_simulated_time: SimulatedTimeOption = False,
     as_json: JsonOption = False,
 ) -> None:
-    """Resolve and verify a handle against any name server (spec section 7)."""
+    """Resolve and verify a handle against any name server (spec section 7).
+
+    With a trust anchor above the handle's zone (the root's), the chain of trust is
+    followed down to it, as ``delv +vtrace`` does; through a recursive resolver, a
+    SERVFAIL is ``bogus`` with the resolver's reason and a secure answer it did not
+    mark AD is warned about.
+    """
     target = parse_reference(reference)
     moment = write_now(now, allow_simulated_time) if pin_store else clock_now(now)
     if allow_insecure:
@@ -92,7 +101,10 @@ def resolve(
         anchors=read_trust_anchors(trust_anchor) if trust_anchor else (),
         allow_insecure=allow_insecure,
         timeout=timeout,
+        root_hints=root_hints_from(root_hints),
     )
+    if outcome.resolution.warning:
+        warn(f"WARNING: {outcome.resolution.owner}: {outcome.resolution.warning}")
     _print_resolved(target, outcome, pinning=pin_store is not None, as_json=as_json)
 
 
@@ -114,6 +126,8 @@ def _print_resolved(
             "fragment": target.fragment,
         }
     )
+    if result.warning:
+        fields["warning"] = result.warning
     if pinning:
         fields["pin"] = outcome.pin
     if as_json:

@@ -13,12 +13,14 @@ from alter_publish.cli.options import (
     KeysOption,
     NowOption,
     OutOption,
+    RootHintsOption,
     SimulatedTimeOption,
     TrustAnchorOption,
     ZonesArgument,
     clock_now,
     keystore,
     parse_hostport,
+    root_hints_from,
     write_now,
 )
 from alter_publish.cli.output import (
@@ -190,6 +192,7 @@ def verify(
     trust_anchor: TrustAnchorOption = None,
     server: VerifyServerOption = None,
     allow_insecure: VerifyInsecureOption = False,
+    root_hints: RootHintsOption = None,
     as_json: JsonOption = False,
 ) -> None:
     """Prove already-rendered output: serve it on loopback (or ask --server) and verify it."""
@@ -205,6 +208,7 @@ def verify(
         trust_anchors=trust_anchor,
         server=parse_hostport(server) if server else None,
         allow_insecure=allow_insecure,
+        root_hints=root_hints_from(root_hints) if server else None,
     )
     for warning in report.warnings:
         warn(f"WARNING: {warning}")

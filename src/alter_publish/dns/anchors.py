@@ -49,11 +49,14 @@ class TrustAnchor:
         zone: the zone apex, absolute.
         ds: DS records for the zone's key-signing keys.
         dnskeys: DNSKEY records trusted as they are.
+        source: empty for a configured anchor; for one the chain of trust derived
+            from the parent, the link that vouches for it (``com. DS for example.com.``).
     """
 
     zone: dns.name.Name
     ds: tuple[dns.rdtypes.ANY.DS.DS, ...]
     dnskeys: tuple[dns.rdtypes.ANY.DNSKEY.DNSKEY, ...]
+    source: str = ""
 
 
 def parse_trust_anchors(text: str, *, where: str) -> tuple[TrustAnchor, ...]:

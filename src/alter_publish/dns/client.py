@@ -52,6 +52,7 @@ WINDOW_MAX: Final = 1 << 15
 QUERY_TRIES: Final = 2
 
 _QUERY_FLAGS: Final = b"\x00\x00\x00\x01\x00\x00\x00\x00\x00\x01"  # RD=0; QD=1, AR=1
+_QUERY_FLAGS_RD: Final = b"\x01" + _QUERY_FLAGS[1:]  # RD=1, for recursive resolvers
 _OPT_DO: Final = struct.pack("!BHHIH", 0, OPT, EDNS_PAYLOAD_OCTETS, 0x8000, 0)
 _TYPE_CLASS: Final = struct.Struct("!HH")
 _ONE_QUESTION: Final = b"\x00\x01"
@@ -62,10 +63,11 @@ def question_wire(name: bytes, rdtype: int) -> bytes:
     return name + _TYPE_CLASS.pack(rdtype, IN)
 
 
-def query_wire(question: bytes, query_id: int) -> bytes:
-    """A query with id ``query_id`` for ``question`` (:func:`question_wire`): RD=0, EDNS0
-    with a 1232-octet payload and DO=1."""
-    return query_id.to_bytes(2, "big") + _QUERY_FLAGS + question + _OPT_DO
+def query_wire(question: bytes, query_id: int, *, recursion_desired: bool = False) -> bytes:
+    """A query with id ``query_id`` for ``question`` (:func:`question_wire`): RD=0 (or 1
+    with ``recursion_desired``), EDNS0 with a 1232-octet payload and DO=1."""
+    flags = _QUERY_FLAGS_RD if recursion_desired else _QUERY_FLAGS
+    return query_id.to_bytes(2, "big") + flags + question + _OPT_DO
 
 
 def udp_socket(server: tuple[str, int]) -> socket.socket:
@@ -119,10 +121,10 @@ class _Flight:
 
     __slots__ = ("index", "query_id", "question", "tries", "wire")
 
-    def __init__(self, index: int, query_id: int, question: bytes) -> None:
+    def __init__(self, index: int, query_id: int, question: bytes, recursion: bool) -> None:
         self.index = index
         self.query_id = query_id
-        self.wire = query_wire(question, query_id)
+        self.wire = query_wire(question, query_id, recursion_desired=recursion)
         self.question = question.lower()
         self.tries = 0
 
@@ -146,6 +148,7 @@ def exchange_many(
     *,
     timeout: float,
     window: int = PIPELINE_WINDOW,
+    recursion_desired: bool = False,
 ) -> list[bytes | None]:
     """Ask each question (:func:`question_wire`) over ``sock``, a connected non-blocking
     UDP socket (:func:`udp_socket`, :func:`loopback_socket`), many in flight.
@@ -155,6 +158,7 @@ def exchange_many(
         questions: the question sections to ask.
         timeout: seconds to wait for each copy of a query.
         window: the most queries in flight at once (at most :data:`WINDOW_MAX`).
+        recursion_desired: set RD (a recursive resolver answers only then).
 
     Returns:
         Per question, in the order given, the reply's wire bytes or None.
@@ -167,7 +171,7 @@ def exchange_many(
     if questions:
         with selectors.DefaultSelector() as selector:
             selector.register(sock, selectors.EVENT_READ)
-            _pipeline(sock, selector, questions, results, timeout, window)
+            _pipeline(sock, selector, questions, results, (timeout, window, recursion_desired))
     return results
 
 
@@ -188,9 +192,9 @@ def _pipeline(
     selector: selectors.BaseSelector,
     questions: Sequence[bytes],
     results: list[bytes | None],
-    timeout: float,
-    window: int,
+    settings: tuple[float, int, bool],
 ) -> None:
+    timeout, window, recursion = settings
     pending: dict[int, _Flight] = {}
     # Every copy sent, in the order sent; with one timeout for all, also in deadline order.
     deadlines: deque[tuple[float, _Flight, int]] = deque()
@@ -200,7 +204,7 @@ def _pipeline(
             query_id = secrets.randbits(16)
             while query_id in pending:
                 query_id = secrets.randbits(16)
-            flight = _Flight(upcoming, query_id, questions[upcoming])
+            flight = _Flight(upcoming, query_id, questions[upcoming], recursion)
             pending[query_id] = flight
             _send(sock, flight, deadlines, timeout)
             upcoming += 1

@@ -13,9 +13,12 @@ and bad data never raises. Internally a failed check raises
 Trust anchors are parsed in :mod:`alter_publish.dns.anchors`. NSEC3 owner hashes come from
 :func:`alter_publish.dns.nsec3.nsec3_hash`, the one the loopback server uses.
 
+Zone cuts below a trust anchor are followed by :mod:`alter_publish.dns.chain`, with
+:func:`signer_of` (which zone signed an answer) and :func:`proves_delegation` (a DS
+denial at a delegation: the child is insecure).
+
 Not implemented (the answer is then bogus or insecure, never falsely secure):
-wildcard NODATA proofs, NSEC3 opt-out for DS, insecure delegations below the
-zone, DNAME.
+wildcard NODATA proofs, DNAME.
 """
 
 from __future__ import annotations
@@ -56,6 +59,8 @@ __all__ = [
     "DNSSECStatus",
     "RRsetValidator",
     "Validation",
+    "proves_delegation",
+    "signer_of",
     "validate_dnskeys",
     "validate_response",
 ]
@@ -70,6 +75,7 @@ _DS_DIGEST_SHA1: Final = int(dns.dnssectypes.DSDigest.SHA1)
 _ALGORITHMS_DENIED: Final = frozenset({1, 3, 6})  # RSAMD5, DSA, DSA-NSEC3-SHA1 (RFC 8624)
 _NSEC3_OPT_OUT: Final = 0x01
 _ZONE_KEY: Final = int(dns.rdtypes.dnskeybase.Flag.ZONE)
+_SEP: Final = int(dns.rdtypes.dnskeybase.Flag.SEP)
 _NONE: Final = int(dns.rdatatype.NONE)
 _NS: Final = int(dns.rdatatype.NS)
 _SOA: Final = int(dns.rdatatype.SOA)
@@ -319,6 +325,15 @@ def _trusted_keys(anchor: TrustAnchor, dnskeys: dns.rrset.RRset) -> list[DNSKEY]
         if key.flags & _ZONE_KEY
         and (key in anchor_keys or any(_ds_matches(anchor.zone, ds, key) for ds in usable_ds))
     ]
+    if not trusted and anchor.source:
+        tags = ", ".join(
+            str(dns.dnssec.key_id(key))
+            for key in cast("Iterable[DNSKEY]", dnskeys)
+            if key.flags & _ZONE_KEY and key.flags & _SEP
+        )
+        raise _bogus(
+            f"{anchor.source}: no DS matches a KSK of {anchor.zone} DNSKEY (tags {tags or 'none'})"
+        )
     if not trusted:
         kinds = " or ".join(
             kind for kind, used in (("DS", usable_ds), ("DNSKEY", anchor_keys)) if used
@@ -522,6 +537,10 @@ class _Denial:
                 raise _bogus(f"NSEC does not deny {type_text} at {name}")
         elif self.nsec3s:
             match = self._nsec3_matching(name)
+            if match is None and qtype == _DS:
+                _, next_closer, cover = self._nsec3_encloser(name)
+                if cover.flags & _NSEC3_OPT_OUT:  # RFC 5155 section 8.6
+                    raise _insecure(f"NSEC3 opt-out covers {next_closer}: an unsigned delegation")
             if match is None:
                 raise _bogus(f"no NSEC3 matches {name} to deny {type_text}")
             _check_bitmap("NSEC3", name, match, qtype)
@@ -610,3 +629,36 @@ def _nsec_encloser(
     """The closest encloser of ``name`` given the NSEC covering it (RFC 4035 section 5.4)."""
     common = max(name.fullcompare(owner)[2], name.fullcompare(next_name)[2])
     return dns.name.Name(name.labels[-common:])
+
+
+def signer_of(response: dns.message.Message, qname: dns.name.Name) -> dns.name.Name | None:
+    """The zone that signed ``response``: its first RRSIG signer at or above ``qname``, in
+    the answer section, else the authority section; None when there is none.
+
+    Only ancestors of ``qname`` count: a record signed by some other zone (an insecure
+    one, say) must not choose the chain the answer is judged by."""
+    for section in (response.answer, response.authority):
+        for rrset in section:
+            if rrset.rdtype != _RRSIG:
+                continue
+            for rdata in rrset:
+                signer = cast("RRSIG", rdata).signer
+                if qname.is_subdomain(signer):
+                    return signer
+    return None
+
+
+def proves_delegation(response: dns.message.Message, name: dns.name.Name) -> bool:
+    """Whether the NSEC or NSEC3 matching ``name`` in ``response``'s authority section
+    lists NS and not SOA: ``name`` is a delegation, so a validated DS denial in the same
+    response proves it insecure (RFC 4035 section 5.2). Check the denial first
+    (:func:`validate_response` for DS): this only reads the bitmap."""
+    for rrset in response.authority:
+        rdata = rrset[0] if len(rrset) else None
+        if isinstance(rdata, NSEC) and rrset.name == name:
+            return _has_type(rdata, _NS) and not _has_type(rdata, _SOA)
+        if isinstance(rdata, NSEC3) and rdata.algorithm == NSEC3_HASH_SHA1:
+            hashed = nsec3_hash(name, bytes(rdata.salt), int(rdata.iterations), NSEC3_HASH_SHA1)
+            if rrset.name.labels[0].decode("latin-1").upper() == hashed:
+                return _has_type(rdata, _NS) and not _has_type(rdata, _SOA)
+    return False

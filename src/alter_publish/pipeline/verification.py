@@ -14,6 +14,7 @@ from alter_publish.definition.model import (
 )
 from alter_publish.definition.state import SerialState, state_path_for, zone_sha256
 from alter_publish.dns.anchors import TrustAnchor, read_trust_anchors
+from alter_publish.dns.hints import RootHints
 from alter_publish.dns.zonetext import parse_zone_text
 from alter_publish.errors import (
     AlterError,
@@ -115,6 +116,7 @@ def verify(
     trust_anchors: Path | None = None,
     server: tuple[str, int] | None = None,
     allow_insecure: bool = False,
+    root_hints: RootHints | None = None,
 ) -> VerifyReport:
     """Prove already-rendered output: serve ``<out>/<zone>.zone`` and verify every handle.
 
@@ -128,6 +130,8 @@ def verify(
     ``<out>/<zone>.envelopes.json``. DNSSEC zones are validated to ``trust_anchors``
     (DS or DNSKEY records), by default the ``<out>/<zone>.ds`` that ``sign`` wrote;
     ``allow_insecure`` accepts unsigned answers (a server that does not sign).
+    An anchor above the zone (the root's) is followed down the chain of trust, from
+    ``root_hints`` when the server is neither recursive nor serves the whole path.
 
     Raises:
         DefinitionError: a zone definition is wrong.
@@ -163,7 +167,15 @@ def verify(
             check_answers(server, spec.origin, now=now)
             secure = False if allow_insecure else None
             proofs.append(
-                prove_served(server, spec, expectations, now=now, anchors=anchors, secure=secure)
+                prove_served(
+                    server,
+                    spec,
+                    expectations,
+                    now=now,
+                    anchors=anchors,
+                    secure=secure,
+                    root_hints=root_hints,
+                )
             )
     return VerifyReport(proofs=tuple(proofs), warnings=tuple(warnings))
 

@@ -13,6 +13,7 @@ from pathlib import Path
 from typing import Final
 
 from alter_publish.dns.anchors import TrustAnchor
+from alter_publish.dns.hints import RootHints
 from alter_publish.dns.validation import DNSSECStatus
 from alter_publish.format.handles import AlterURI, Handle
 from alter_publish.verify.pins import PinStore
@@ -46,6 +47,7 @@ def resolve_pinned(
     anchors: Sequence[TrustAnchor] = (),
     allow_insecure: bool = False,
     timeout: float = DEFAULT_TIMEOUT_SECONDS,
+    root_hints: RootHints | None = None,
 ) -> PinnedResult:
     """Resolve ``reference`` (spec section 7), enforcing and updating ``pin_store`` if given.
 
@@ -70,6 +72,7 @@ def resolve_pinned(
         anchors=anchors,
         allow_insecure=allow_insecure,
         timeout=timeout,
+        root_hints=root_hints,
         pinned=pins.pinned(handle.owner(substrate)) if pins is not None else None,
     )
     if pins is None or not result.ok or result.envelope is None:

@@ -25,6 +25,7 @@ from alter_publish.definition.model import HandleSpec, ZoneSpec
 from alter_publish.dns.anchors import TrustAnchor
 from alter_publish.dns.answerers import Answerer, answerer_for, answerer_for_rrsets
 from alter_publish.dns.fastcheck import ZoneKeys, exchange_many, owner_labels, secure_txt
+from alter_publish.dns.hints import RootHints
 from alter_publish.dns.records import SignedRRs, labels_of
 from alter_publish.dns.server import ZoneServer
 from alter_publish.dns.validation import DNSSECStatus
@@ -248,6 +249,7 @@ def prove_served(
     anchors: Sequence[TrustAnchor] = (),
     timeout: float = PROOF_TIMEOUT_SECONDS,
     secure: bool | None = None,
+    root_hints: RootHints | None = None,
     jobs: int = 1,
     workers: Workers | None = None,
     progress: Progress | None = None,
@@ -259,7 +261,8 @@ def prove_served(
     When ``secure`` (by default: when the zone is DNSSEC-signed) every answer must
     validate ``secure`` to ``anchors``, and (unless not ``probe``) a handle the zone does
     not publish must come back as a ``secure`` denial (NSEC/NSEC3); else unsigned
-    answers are accepted.
+    answers are accepted. An anchor above the zone (the root's) is followed down the
+    chain of trust, from ``root_hints`` when ``server`` cannot serve the path itself.
 
     Plain secure answers are checked by :mod:`fastcheck` on ``workers`` (or ``jobs``
     processes forked here); every other answer, and every handle that fails there, is
@@ -274,7 +277,7 @@ def prove_served(
     results: list[HandleProof | None] = [None] * len(handles)
     if progress is not None:
         progress.start("proof", len(handles))
-    with StubResolver(server, now, anchors, timeout) as stub:
+    with StubResolver(server, now, anchors, timeout, root_hints) as stub:
         dnskeys = _zone_keys(stub, spec) if secure else None
         if dnskeys is not None and handles:
             # Each task carries its handles as plain tuples (the workers may be fresh
@@ -342,11 +345,11 @@ def _zone_keys(stub: StubResolver, spec: ZoneSpec) -> tuple[bytes, ...] | None:
     anchors; None when they do not validate (every handle then takes the full path and
     says why)."""
     origin = dns.name.from_text(spec.origin)
-    anchor = next((a for a in stub.anchors if a.zone == origin), None)
-    if anchor is None:
-        return None
-    try:
-        validation, dnskeys = stub.zone_keys(anchor)
+    try:  # from the zone's own anchor, or down the chain from one above it
+        trust = stub.zone_trust(origin)
+        if trust.status is not DNSSECStatus.SECURE or trust.anchor is None:
+            return None
+        validation, dnskeys = stub.zone_keys(trust.anchor)
     except ResolveError:
         return None
     if validation.status is not DNSSECStatus.SECURE or dnskeys is None:

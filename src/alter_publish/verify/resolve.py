@@ -6,6 +6,18 @@ A :class:`StubResolver` asks one server directly (the loopback proof's server, o
 ``--server``) and validates what it gets with :mod:`alter_publish.dns.validation`: the
 zone's DNSKEY rrset against the trust anchor (fetched once per zone and cached),
 then the TXT answer or its NSEC/NSEC3 denial against those keys.
+
+When the answer is signed by a zone below the closest anchor (a root anchor, say),
+the chain of trust down to that zone is walked by :class:`~alter_publish.dns.chain.ChainWalker`:
+through the server itself when it is a recursive resolver (RA set) or authoritative
+for the anchor's zone, else iteratively from ``root_hints``. The server's own DNSKEY
+rrset must then match the DS the parent serves.
+
+Recursive resolvers: a SERVFAIL is ``bogus`` (with the resolver's Extended DNS Error,
+and the verdict of the answer asked again with CD set and validated here); a secure
+answer the resolver did not mark AD carries a ``warning``. The verdict is always the
+local one: an answer the resolver marks AD but that validates ``insecure`` here is
+``insecure``.
 """
 
 from __future__ import annotations
@@ -15,6 +27,7 @@ import socket
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 
+import dns.edns
 import dns.exception
 import dns.flags
 import dns.message
@@ -27,9 +40,20 @@ import dns.rrset
 
 from alter_publish.dns import client
 from alter_publish.dns.anchors import TrustAnchor, anchor_for
+from alter_publish.dns.chain import ChainWalker, ZoneTrust
+from alter_publish.dns.hints import RootHints
+from alter_publish.dns.iterate import (
+    DNS_PORT,
+    Asker,
+    IterativeAsker,
+    ServerAsker,
+    ask_server,
+    is_recursive,
+)
 from alter_publish.dns.validation import (
     DNSSECStatus,
     Validation,
+    signer_of,
     validate_dnskeys,
     validate_response,
 )
@@ -57,6 +81,11 @@ __all__ = [
 ]
 
 DEFAULT_TIMEOUT_SECONDS = 3.0
+#: The warning on a secure answer from a recursive resolver that did not set AD.
+NO_AD_WARNING = (
+    "validates here, but the resolver did not set AD: it does not validate, "
+    "or does not reach this answer from its trust anchor"
+)
 _LENIENT_H = re.compile(r"(?:^|;)\s*h\s*=\s*([^;\s]+)")
 _LENIENT_E = re.compile(r"(?:^|;)\s*e\s*=\s*([0-9]{1,10})\s*(?:;|$)")
 
@@ -71,6 +100,7 @@ class Answer:
     transport: str
     dnssec: DNSSECStatus
     reason: str = ""
+    warning: str = ""
 
 
 @dataclass(frozen=True, slots=True)
@@ -97,6 +127,7 @@ class Resolution:
     category: str | None
     detail: str
     candidates: tuple[Candidate, ...] = ()
+    warning: str = ""
 
     @property
     def ok(self) -> bool:
@@ -109,13 +140,19 @@ class StubResolver:
     """Queries one server with DO set and validates answers to the configured trust anchors.
 
     Owners under no anchor are ``insecure``. DNSKEY answers are validated once per zone
-    and reused, so a proof over many handles fetches each zone's keys once.
+    and reused, so a proof over many handles fetches each zone's keys once. Questions
+    are sent with RD set (ignored by authoritative servers; a recursive resolver answers
+    only then). ``root_hints`` (servers on ``hints_port``) are where the chain of trust is
+    walked from when the server is neither recursive nor authoritative for the anchor.
     """
 
     server: tuple[str, int]
     now: int
     anchors: Sequence[TrustAnchor] = ()
     timeout: float = DEFAULT_TIMEOUT_SECONDS
+    root_hints: RootHints | None = None
+    hints_port: int = DNS_PORT
+    _walker: ChainWalker | None = field(default=None, repr=False)
     _keys: dict[dns.name.Name, tuple[Validation, dns.rrset.RRset | None]] = field(
         default_factory=dict, repr=False
     )
@@ -162,6 +199,8 @@ class StubResolver:
 
     def _usable(self, response: dns.message.Message, where: str) -> dns.message.Message:
         rcode = response.rcode()
+        if rcode == dns.rcode.SERVFAIL and is_recursive(response):
+            return response  # a resolver's verdict: judged by _answer
         if rcode not in (dns.rcode.NOERROR, dns.rcode.NXDOMAIN):
             host, port = self.server
             raise ResolveError(f"{host}:{port} answered {dns.rcode.to_text(rcode)}", where=where)
@@ -190,7 +229,9 @@ class StubResolver:
         """
         questions = [client.question_wire(name.to_digestable(), rdtype) for name in names]
         try:
-            replies = client.exchange_many(self._udp_socket(), questions, timeout=self.timeout)
+            replies = client.exchange_many(
+                self._udp_socket(), questions, timeout=self.timeout, recursion_desired=True
+            )
         except OSError as exc:
             host, port = self.server
             error = ResolveError(f"query to {host}:{port} failed: {exc}", where=f"{host}:{port}")
@@ -227,6 +268,8 @@ class StubResolver:
             response, _ = self.exchange(
                 anchor.zone, dns.rdatatype.DNSKEY, where=anchor.zone.to_text()
             )
+            if response.rcode() == dns.rcode.SERVFAIL:  # a resolver: ask for the data itself
+                response = self._usable(self._ask_cd(anchor.zone, dns.rdatatype.DNSKEY), "")
             cached = validate_dnskeys(response, anchor, now=self.now)
             self._keys[anchor.zone] = cached
         return cached
@@ -264,6 +307,9 @@ class StubResolver:
     def _answer(
         self, owner: str, name: dns.name.Name, response: dns.message.Message, transport: str
     ) -> Answer:
+        if response.rcode() == dns.rcode.SERVFAIL:
+            reason = self._servfail_reason(name, response)
+            return Answer(owner, (), "SERVFAIL", transport, DNSSECStatus.BOGUS, reason)
         texts: list[str] = []
         for rrset in response.answer:
             # Only what validation looks at: class IN TXT at the owner itself.
@@ -274,6 +320,11 @@ class StubResolver:
             ):
                 texts.extend(txt_text(rdata.strings) for rdata in rrset)
         validation = self.validate(response, name)
+        unmarked = (
+            is_recursive(response)
+            and validation.status is DNSSECStatus.SECURE
+            and not response.flags & dns.flags.AD
+        )
         return Answer(
             owner=owner,
             texts=tuple(texts),
@@ -281,25 +332,106 @@ class StubResolver:
             transport=transport,
             dnssec=validation.status,
             reason=validation.reason,
+            warning=NO_AD_WARNING if unmarked else "",
+        )
+
+    def _servfail_reason(self, name: dns.name.Name, response: dns.message.Message) -> str:
+        """Why a recursive resolver's SERVFAIL is bogus: its Extended DNS Errors, and the
+        answer asked again with CD set, validated here."""
+        host, port = self.server
+        errors = "; ".join(option.to_text() for option in response.extended_errors())
+        reason = f"resolver {host}:{port} answered SERVFAIL" + (f" ({errors})" if errors else "")
+        try:
+            checked = self._ask_cd(name, dns.rdatatype.TXT)
+        except ResolveError as exc:
+            return f"{reason}; asked with CD set: {exc.what}"
+        if checked.rcode() not in (dns.rcode.NOERROR, dns.rcode.NXDOMAIN):
+            return f"{reason}; with CD set it answered {dns.rcode.to_text(checked.rcode())}"
+        local = self.validate(checked, name)
+        return f"{reason}; with CD set the answer is {local.status} here" + (
+            f": {local.reason}" if local.reason else ""
+        )
+
+    def _ask_cd(self, name: dns.name.Name, rdtype: dns.rdatatype.RdataType) -> dns.message.Message:
+        return ask_server(
+            self.server, name, rdtype, timeout=self.timeout, recursion=True, checking_disabled=True
         )
 
     def validate(self, response: dns.message.Message, name: dns.name.Name) -> Validation:
-        """DNSSEC status of a TXT response for ``name``."""
+        """DNSSEC status of a TXT response for ``name``, from the closest trust anchor.
+
+        Raises:
+            ResolveError: a query on the chain of trust failed.
+        """
         anchor = anchor_for(self.anchors, name)
         if anchor is None:
             return Validation(DNSSECStatus.INSECURE, "no trust anchor covers this name")
-        keys_validation, dnskeys = self.zone_keys(anchor)
+        signer = signer_of(response, name)
+        target = name if signer is None else signer
+        if target == anchor.zone or not target.is_subdomain(anchor.zone):
+            zone, trusted = anchor.zone, anchor
+        else:
+            trust = self.chain(anchor).trust_for(target)
+            if trust.status is not DNSSECStatus.SECURE or trust.anchor is None:
+                return Validation(trust.status, trust.reason)
+            if signer is not None and trust.zone != signer:
+                return Validation(
+                    DNSSECStatus.BOGUS,
+                    f"answer signed by {signer}, not a zone cut"
+                    f" (the chain from {anchor.zone} ends at {trust.zone})",
+                )
+            zone, trusted = trust.zone, trust.anchor
+        keys_validation, dnskeys = self.zone_keys(trusted)
         if dnskeys is None:
             return keys_validation
         return validate_response(
-            response, name, dns.rdatatype.TXT, zone=anchor.zone, dnskeys=dnskeys, now=self.now
+            response, name, dns.rdatatype.TXT, zone=zone, dnskeys=dnskeys, now=self.now
         )
+
+    def zone_trust(self, zone: dns.name.Name) -> ZoneTrust:
+        """The chain of trust from the closest anchor down to ``zone`` (see
+        :class:`~alter_publish.dns.chain.ChainWalker`); ``anchor`` of a secure result is
+        what :meth:`zone_keys` checks this server's DNSKEY rrset against.
+
+        Raises:
+            ResolveError: a query on the chain of trust failed.
+        """
+        anchor = anchor_for(self.anchors, zone)
+        if anchor is None:
+            return ZoneTrust(zone, DNSSECStatus.INSECURE, "no trust anchor covers this name")
+        if anchor.zone == zone:
+            return ZoneTrust(zone, DNSSECStatus.SECURE, "", anchor)
+        return self.chain(anchor).trust_for(zone)
+
+    def chain(self, anchor: TrustAnchor) -> ChainWalker:
+        """The chain walker (made on first use, by asking the server about
+        ``anchor.zone`` whether it is recursive or authoritative for it).
+
+        Raises:
+            ResolveError: the server did not answer that question.
+        """
+        if self._walker is None:
+            self._walker = ChainWalker(self._asker(anchor.zone), tuple(self.anchors), self.now)
+        return self._walker
+
+    def _asker(self, zone: dns.name.Name) -> Asker:
+        probe = ask_server(
+            self.server, zone, dns.rdatatype.SOA, timeout=self.timeout, recursion=True
+        )
+        if is_recursive(probe):
+            return ServerAsker(self.server, recursive=True, timeout=self.timeout)
+        authoritative = probe.rcode() == dns.rcode.NOERROR and probe.flags & dns.flags.AA
+        if authoritative or self.root_hints is None:
+            return ServerAsker(self.server, recursive=False, timeout=self.timeout)
+        return IterativeAsker(self.root_hints, self.timeout, self.hints_port)
 
 
 def _make_query(qname: dns.name.Name, rdtype: dns.rdatatype.RdataType) -> dns.message.Message:
-    return dns.message.make_query(
+    query = dns.message.make_query(
         qname, rdtype, want_dnssec=True, use_edns=0, payload=EDNS_PAYLOAD_OCTETS
     )
+    query.flags |= dns.flags.RD
+    return query
 
 
 def query_txt(
@@ -402,11 +534,12 @@ def resolve(
     allow_insecure: bool = False,
     pinned: tuple[int, bytes] | None = None,
     timeout: float = DEFAULT_TIMEOUT_SECONDS,
+    root_hints: RootHints | None = None,
 ) -> Resolution:
     """Resolve and verify a handle against ``server`` (spec section 7).
 
-    ``server`` is an address, or a :class:`StubResolver` to reuse (its anchors and
-    timeout apply, and its ``now`` must equal ``now``).
+    ``server`` is an address, or a :class:`StubResolver` to reuse (its anchors, timeout
+    and root hints apply, and its ``now`` must equal ``now``).
 
     Returns:
         The resolution; check ``ok`` and ``category``.
@@ -422,7 +555,7 @@ def resolve(
             raise ValueError(f"resolver validates at {server.now}, asked to verify at {now}")
         answer = server.query_txt(owner)
     else:
-        with StubResolver(server, now, anchors, timeout) as stub:
+        with StubResolver(server, now, anchors, timeout, root_hints) as stub:
             answer = stub.query_txt(owner)
     return resolve_answer(
         handle, answer, substrate=substrate, now=now, allow_insecure=allow_insecure, pinned=pinned
@@ -453,4 +586,6 @@ def resolve_answer(
     envelope, category, detail, candidates = select_envelope(
         handle, owner, answer.texts, substrate=substrate, now=now, pinned=pinned
     )
-    return Resolution(handle, owner, answer.dnssec, envelope, category, detail, candidates)
+    return Resolution(
+        handle, owner, answer.dnssec, envelope, category, detail, candidates, answer.warning
+    )
