@@ -99,13 +99,12 @@ WITH_SIMULATED_TIME = _commands_with(SIMULATED_TIME_FLAG)
 
 
 def _offline(words: tuple[str, ...]) -> tuple[str, ...]:
-    """The runbook's words with ``--resolver HOST:PORT`` of ``dnssec step`` as
-    ``--no-parent-check``: no resolver is reachable here (the parent check itself is
-    proven on the loopback hierarchy, tests/integration/test_world_check.py)."""
-    if words[:2] != ("dnssec", "step") or "--resolver" not in words:
-        return words
-    at = words.index("--resolver")
-    return (*words[:at], "--no-parent-check", *words[at + 2 :])
+    """The runbook's words, with ``--no-parent-check`` added to ``dnssec step
+    --ds-published``: no parent is reachable here (the parent check itself is proven on
+    the loopback hierarchy, tests/integration/test_world_check.py)."""
+    if words[:2] == ("dnssec", "step") and "--ds-published" in words:
+        return (*words, "--no-parent-check")
+    return words
 
 
 @dataclass

@@ -5,13 +5,20 @@ exit code the docs promise (0 all good, 7 converging, 1 otherwise)."""
 from __future__ import annotations
 
 import json
+import shutil
 import subprocess
 import sys
+from dataclasses import replace
+from pathlib import Path
 
+import dns.dnssec
 import pytest
 
 from alter_publish import pipeline
-from alter_publish.errors import EXIT_DRIFT, EXIT_OK, EXIT_VERIFICATION
+from alter_publish.dns.anchors import read_trust_anchors
+from alter_publish.dns.hints import read_root_hints
+from alter_publish.dns.zonekeys import ZoneKeyState
+from alter_publish.errors import EXIT_DRIFT, EXIT_KEY, EXIT_OK, EXIT_VERIFICATION
 from alter_publish.keys.store import KeyStore
 from tests.integration.hierarchy import Hierarchy, HierarchyLab, Scenario
 
@@ -24,6 +31,8 @@ def _check(hierarchy: Hierarchy) -> pipeline.WorldReport:
         out=hierarchy.workspace / "build",
         keys=KeyStore(hierarchy.workspace / "keys"),
         now=hierarchy.now,
+        hints=read_root_hints(hierarchy.root_hints),
+        anchors=read_trust_anchors(hierarchy.anchor_file),
         resolvers=[hierarchy.resolver],
     )
 
@@ -72,6 +81,15 @@ def test_each_scenario_is_named_with_its_server(
         assert servers == {f"ns2.example.com. ({hierarchy.addresses.ns2})"}, lines
 
 
+def test_the_chain_from_the_root_names_the_broken_link(hierarchy_lab: HierarchyLab) -> None:
+    hierarchy = hierarchy_lab.apply(Scenario.WRONG_DS_DIGEST)
+    (finding,) = [f for f in _check(hierarchy).findings if f.code == "chain-bogus"]
+    assert "com. DS for example.com." in finding.message, finding.message
+    hierarchy = hierarchy_lab.apply(Scenario.MISSING_DS)
+    codes = _codes(_check(hierarchy))
+    assert "chain-insecure" in codes
+
+
 @pytest.mark.parametrize(
     ("scenario", "code"),
     [
@@ -105,6 +123,10 @@ def test_the_command_line_prints_findings_and_exits_as_documented(
             hierarchy.resolver_spec,
             "--now",
             str(hierarchy.now),
+            "--root-hints",
+            str(hierarchy.root_hints),
+            "--trust-anchor",
+            str(hierarchy.anchor_file),
         ],
         cwd=hierarchy.workspace,
         capture_output=True,
@@ -112,9 +134,54 @@ def test_the_command_line_prints_findings_and_exits_as_documented(
         timeout=120,
         check=False,
     )
-    assert completed.returncode == EXIT_DRIFT, completed.stderr
+    assert completed.returncode == EXIT_DRIFT, completed.stdout
     document = json.loads(completed.stdout)
     assert [f["code"] for f in document["findings"]] == ["serial-behind"]
     assert document["findings"][0]["severity"] == "converging"
     assert "Traceback" not in completed.stderr
     assert len(completed.stderr.strip().splitlines()) == 1
+
+
+def test_ds_published_is_refused_until_every_parent_server_serves_the_new_ds(
+    hierarchy_lab: HierarchyLab, tmp_path: Path
+) -> None:
+    """A KSK rollover's ``--ds-published`` asks the parent (found from the root) and
+    refuses, naming the server, while it lacks the new KSK's DS; once the parent serves
+    both DS the step is taken."""
+    hierarchy = hierarchy_lab.apply(Scenario.ALL_GOOD)
+    workspace = tmp_path / "ws"
+    shutil.copytree(hierarchy.workspace, workspace, symlinks=True)
+    at = ("--now", str(hierarchy.now), "--allow-simulated-time")
+    hints = ("--root-hints", str(hierarchy.root_hints))
+
+    def cli(*args: str) -> subprocess.CompletedProcess[str]:
+        return subprocess.run(
+            [sys.executable, "-c", _RUN_CLI, *args],
+            cwd=workspace,
+            capture_output=True,
+            text=True,
+            timeout=120,
+            check=False,
+        )
+
+    started = cli("dnssec", "rollover", "example.com", "ksk", *at)
+    assert started.returncode == 0, started.stderr
+    signed = cli("sign", *at)
+    assert signed.returncode == 0, signed.stderr
+    refused = cli("dnssec", "step", "example.com", "--ds-published", *at, *hints)
+    assert refused.returncode == EXIT_KEY, refused.stderr
+    lines = refused.stderr.strip().splitlines()
+    assert len(lines) == 1, refused.stderr
+    assert f"ns1.nic.com. ({hierarchy.addresses.tld})" in lines[0]
+    assert "does not serve the DS of ksk-" in lines[0]
+    keys = KeyStore(workspace / "keys").zones.entries("example.com")
+    (new,) = [key for key in keys if key.state is ZoneKeyState.DS_SUBMITTED]
+    new_ds = dns.dnssec.make_ds("example.com.", new.dnskey, "SHA256").to_text()
+    try:
+        hierarchy_lab.set_delegation(
+            replace(hierarchy.delegation, ds=(*hierarchy.delegation.ds, new_ds))
+        )
+        taken = cli("dnssec", "step", "example.com", "--ds-published", *at, *hints)
+        assert taken.returncode == 0, taken.stderr
+    finally:
+        hierarchy_lab.set_delegation(hierarchy.delegation)

@@ -14,13 +14,14 @@ from alter_publish.cli.options import (
     JsonOption,
     KeysOption,
     NowOption,
+    RootHintsOption,
     SimulatedTimeOption,
     TtlOption,
     ZonesDirOption,
     clock_now,
     definition_and_keys,
     keystore,
-    parse_hostport,
+    root_hints_from,
     write_now,
 )
 from alter_publish.cli.output import emit_json, print_dnssec_status, print_next_step, warn
@@ -163,14 +164,7 @@ def dnssec_step(
             "server is asked first).",
         ),
     ] = False,
-    resolver: Annotated[
-        str | None,
-        typer.Option(
-            "--resolver",
-            help="A recursive resolver to find the parent's name servers with "
-            "(for --ds-published).",
-        ),
-    ] = None,
+    root_hints: RootHintsOption = None,
     no_parent_check: Annotated[
         bool,
         typer.Option(
@@ -194,7 +188,7 @@ def dnssec_step(
         keys=store,
         now=moment,
         ds_published=ds_published,
-        resolver=parse_hostport(resolver) if resolver else None,
+        hints=root_hints_from(root_hints),
         parent_check=not no_parent_check,
     )
     _print_step(result, moment, as_json)

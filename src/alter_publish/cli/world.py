@@ -13,20 +13,24 @@ from alter_publish.cli.options import (
     KeysOption,
     NowOption,
     OutOption,
+    RootHintsOption,
+    TrustAnchorOption,
     clock_now,
     definition_and_keys,
     parse_hostport,
+    root_hints_from,
 )
 from alter_publish.cli.output import emit_json, fail
 from alter_publish.definition.workspace import workspace_for
+from alter_publish.dns.anchors import read_trust_anchors
+from alter_publish.dns.hints import default_root_anchors
 from alter_publish.errors import EXIT_DRIFT, EXIT_OK
 
 ResolverOption = Annotated[
     list[str] | None,
     typer.Option(
         "--resolver",
-        help="A recursive resolver to find the servers with and to check through "
-        "(repeat for more; the first finds the servers).",
+        help="A recursive resolver to check the zone through (repeat for more).",
     ),
 ]
 
@@ -34,6 +38,8 @@ ResolverOption = Annotated[
 def check(
     zone: Annotated[str, typer.Argument(help="The zone: its name or its definition's path.")],
     resolver: ResolverOption = None,
+    trust_anchor: TrustAnchorOption = None,
+    root_hints: RootHintsOption = None,
     out: OutOption = None,
     keys: KeysOption = None,
     now: NowOption = None,
@@ -46,6 +52,8 @@ def check(
         out=workspace_for([definition]).out(out),
         keys=store,
         now=clock_now(now),
+        hints=root_hints_from(root_hints),
+        anchors=read_trust_anchors(trust_anchor) if trust_anchor else default_root_anchors(),
         resolvers=[parse_hostport(text) for text in resolver or []],
     )
     if as_json:

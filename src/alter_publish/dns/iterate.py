@@ -258,6 +258,11 @@ class IterativeAsker:
             except ResolveError:
                 return
 
+    def address_of(self, name: dns.name.Name) -> tuple[str, ...]:
+        """``name``'s addresses, resolved from the root as a resolver would (best
+        effort: none when it cannot be found)."""
+        return tuple(self._address_of(name, ADDRESS_LOOKUP_DEPTH_MAX))
+
     def _address_of(self, name: dns.name.Name, depth: int) -> list[str]:
         """Resolve ``name``'s A/AAAA from the deepest zone known above it (best effort)."""
         for _ in range(REFERRALS_MAX):

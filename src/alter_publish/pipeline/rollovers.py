@@ -6,8 +6,9 @@ from __future__ import annotations
 from pathlib import Path
 
 from alter_publish.definition.model import load_zone
+from alter_publish.dns.hints import RootHints, default_root_hints
 from alter_publish.dns.zonekeys import ZoneKeyRole, ZoneKeyState
-from alter_publish.errors import RolloverError, UsageError
+from alter_publish.errors import RolloverError
 from alter_publish.keys import commands as keyops
 from alter_publish.keys.rollover import StepResult
 from alter_publish.keys.store import KeyStore
@@ -20,19 +21,18 @@ def dnssec_step(
     keys: KeyStore,
     now: int,
     ds_published: bool = False,
-    resolver: tuple[str, int] | None = None,
+    hints: RootHints | None = None,
     parent_check: bool = True,
     port: int = 53,
 ) -> StepResult:
     """Take the running rollover's next step; with ``ds_published`` (and ``parent_check``)
-    only once every address of every parent name server (found through ``resolver``)
-    serves the DS of each KSK waiting for it.
+    only once every address of every parent name server (found from the root ``hints``,
+    by default IANA's) serves the DS of each KSK waiting for it.
 
     Raises:
-        UsageError: ``ds_published`` with the check on but no resolver to find the parent.
         RolloverError: a parent server does not serve the new DS yet (names them), or the
             step itself is refused (see ``keys.commands.dnssec_step``).
-        ResolveError: the resolver cannot say which zone is the parent.
+        ResolveError: no server on the way from the root answers.
         KeyStoreError: the key store cannot be read or written.
     """
     if ds_published and parent_check:
@@ -43,12 +43,7 @@ def dnssec_step(
             if entry.role is ZoneKeyRole.KSK and entry.state is ZoneKeyState.DS_SUBMITTED
         ]
         if waiting:
-            if resolver is None:
-                raise UsageError(
-                    "--ds-published asks every parent name server for the new DS: give "
-                    "--resolver HOST:PORT to find them, or --no-parent-check (offline)"
-                )
-            located = locate(spec.origin, spec.ns, {}, resolver)
+            located = locate(spec.origin, spec.ns, {}, hints or default_root_hints(), port=port)
             missing = parent_missing_ds(
                 spec.origin, located, [entry.dnskey for entry in waiting], port=port
             )

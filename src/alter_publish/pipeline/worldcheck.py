@@ -1,7 +1,8 @@
 """``check``: after publishing, prove what the world sees of a zone against what ``sign``
-wrote: the parent's DS and delegation at every parent name server, every address of
-every name server of the zone (serial, alter1 records handle by handle, signatures), and
-each recursive resolver given (see :mod:`alter_publish.verify.world`).
+wrote: the chain of trust from the anchor, the parent's DS and delegation at every
+parent name server, every address of every name server of the zone (serial, alter1
+records handle by handle, signatures), and each recursive resolver given (see
+:mod:`alter_publish.verify.world`).
 """
 
 from __future__ import annotations
@@ -14,8 +15,9 @@ from typing import Any
 from alter_publish.definition.model import ZoneSpec, load_zone
 from alter_publish.definition.state import SerialState, state_path_for
 from alter_publish.dns.anchors import TrustAnchor, read_trust_anchors
+from alter_publish.dns.hints import RootHints
 from alter_publish.dns.zonekeys import ZoneKeyRole, ZoneKeyState
-from alter_publish.errors import EXIT_DRIFT, EXIT_OK, EXIT_VERIFICATION, RenderError, UsageError
+from alter_publish.errors import EXIT_DRIFT, EXIT_OK, EXIT_VERIFICATION, RenderError
 from alter_publish.keys.store import KeyStore
 from alter_publish.pipeline.paths import current_outputs, ds_path, output_paths
 from alter_publish.pipeline.verification import expectations_for
@@ -24,6 +26,7 @@ from alter_publish.verify.world import (
     Finding,
     Located,
     Server,
+    check_chain,
     check_parent,
     check_resolvers,
     check_servers,
@@ -77,28 +80,30 @@ def check_world(
     out: Path,
     keys: KeyStore,
     now: int,
-    resolvers: Sequence[tuple[str, int]],
+    hints: RootHints,
+    anchors: tuple[TrustAnchor, ...],
+    resolvers: Sequence[tuple[str, int]] = (),
     port: int = 53,
 ) -> WorldReport:
-    """Check the zone of ``definition`` as the world sees it (see the module).
+    """Check the zone of ``definition`` as the world sees it (see the module): its servers
+    found from the root ``hints``, its chain of trust walked from ``anchors``.
 
-    ``port`` is where name servers are asked (53; tests use another).
+    ``port`` is where name servers are asked (53).
 
     Raises:
         DefinitionError: the definition is wrong.
         RenderError: ``sign`` has not written the zone's outputs and state yet.
-        UsageError: no resolver to find the servers with.
-        ResolveError: the resolver cannot say which zone is the parent.
+        ResolveError: no server on the way from the root answers.
         KeyStoreError: the zone key index is unreadable.
     """
-    if not resolvers:
-        raise UsageError("check needs at least one --resolver HOST:PORT to find the servers")
     spec = load_zone(definition)
     expected = _expected(spec, out, keys)
-    located = locate(spec.origin, spec.ns, expected.glue, resolvers[0])
+    located = locate(spec.origin, spec.ns, expected.glue, hints, port=port)
     signed = spec.dnssec.enabled
+    chain = check_chain(spec.origin, anchors, hints, now=now, port=port) if signed else []
     findings = [
         *denial_findings(spec),
+        *chain,
         *check_parent(spec.origin, located, expected, signed=signed, port=port),
         *check_servers(spec, located, expected, now=now, port=port),
         *check_resolvers(spec.origin, resolvers, signed=signed),

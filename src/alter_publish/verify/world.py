@@ -9,9 +9,9 @@ Each finding has a stable ``code``, a ``severity`` and the ``server`` it came fr
 - ``converging``: a server still serves an older serial (it has not caught up yet);
 - ``warning``: works, but worth knowing (NSEC lets anyone list every handle).
 
-Servers are found through a recursive resolver (``locate``): the parent zone is the
-zone whose SOA answers for the zone's parent name, and addresses come from A/AAAA
-lookups; the zone's own name servers are the ones its definition publishes.
+Servers are found from the root, as a resolver finds them (``locate``): the parent is
+the zone whose servers refer to the zone; the zone's own name servers are the ones its
+definition publishes. The chain of trust is walked from the trust anchor (``check_chain``).
 """
 
 from __future__ import annotations
@@ -34,6 +34,10 @@ import dns.rrset
 
 from alter_publish.definition.model import ZoneSpec
 from alter_publish.dns.anchors import TrustAnchor
+from alter_publish.dns.chain import ChainWalker
+from alter_publish.dns.hints import RootHints
+from alter_publish.dns.iterate import IterativeAsker
+from alter_publish.dns.validation import DNSSECStatus
 from alter_publish.errors import AlterError, ResolveError
 from alter_publish.verify.proof import Expectation, prove_served
 
@@ -66,6 +70,9 @@ CODES: Mapping[str, str] = {
     "resolver-insecure": "error",
     "resolver-unreachable": "error",
     "nsec-walkable": "warning",
+    "chain-bogus": "error",
+    "chain-insecure": "error",
+    "chain-unreachable": "error",
 }
 
 
@@ -175,60 +182,138 @@ def _answer(
 
 @dataclass(frozen=True, slots=True)
 class Located:
-    """The zone's parent and both sides' name servers, as the resolver found them."""
+    """The zone's parent and both sides' name servers, as found from the root."""
 
     parent: str
     parent_servers: tuple[Server, ...]
     servers: tuple[Server, ...]
 
 
+#: Zone cuts followed from the root at most.
+REFERRALS_MAX = 16
+
+
 def locate(
-    zone: str, ns: Sequence[str], glue: Mapping[str, frozenset[str]], resolver: tuple[str, int]
+    zone: str,
+    ns: Sequence[str],
+    glue: Mapping[str, frozenset[str]],
+    hints: RootHints,
+    *,
+    port: int = 53,
+    timeout: float = WORLD_TIMEOUT_SECONDS,
 ) -> Located:
-    """Find the parent zone of ``zone`` and the addresses of its name servers, and of
-    ``ns`` (the zone's own; in-zone ones at their ``glue``), through ``resolver``.
+    """Find the parent zone of ``zone`` and its name servers by following referrals from
+    the root (``hints``), as a resolver does; and the addresses of ``ns`` (the zone's
+    own: in-zone ones at their ``glue``, others looked up from the root).
 
     Raises:
-        ResolveError: the resolver gives no usable answer for the parent.
+        ResolveError: no server on the way answers.
     """
-    host, port = resolver
     apex = dns.name.from_text(zone)
-    parent = _enclosing_zone(apex.parent(), host, port)
-    parent_ns = _answer(_query(host, parent, dns.rdatatype.NS, port=port), parent, dns.rdatatype.NS)
-    if parent_ns is None:
-        raise ResolveError(f"no NS records for the parent zone {parent}", where=f"{host}:{port}")
-    parent_names = sorted(rdata.target.to_text() for rdata in parent_ns)
-    parent_servers = tuple(Server(name, _addresses(name, host, port)) for name in parent_names)
+    asker = IterativeAsker(hints, timeout, port)
+    level_zone = dns.name.root
+    level = tuple(Server(name.to_text(), addresses) for name, addresses in hints.servers)
+    for _ in range(REFERRALS_MAX):
+        reply = _first_reply(level, apex, port=port, timeout=timeout)
+        cut = _cut(reply, level_zone)
+        if cut is None or cut == apex:
+            break
+        found = _glue(reply)
+        names = sorted(_ns_of(reply, cut))
+        level = tuple(
+            Server(name, found.get(name) or asker.address_of(dns.name.from_text(name)))
+            for name in names
+        )
+        level_zone = cut
     servers = tuple(
-        Server(name, tuple(sorted(glue[name])) if name in glue else _addresses(name, host, port))
+        Server(
+            name,
+            tuple(sorted(glue[name]))
+            if name in glue
+            else asker.address_of(dns.name.from_text(name)),
+        )
         for name in ns
     )
-    return Located(parent.to_text(), parent_servers, servers)
+    return Located(level_zone.to_text(), level, servers)
 
 
-def _enclosing_zone(name: dns.name.Name, host: str, port: int) -> dns.name.Name:
-    """The apex of the zone ``name`` is in: the owner of the SOA that answers for it."""
-    response = _query(host, name, dns.rdatatype.SOA, port=port)
-    for section in (response.answer, response.authority):
-        for rrset in section:
-            if rrset.rdtype == dns.rdatatype.SOA:
-                return rrset.name
-    if name == dns.name.root:
-        return name
-    return _enclosing_zone(name.parent(), host, port)
+def _first_reply(
+    servers: Sequence[Server], apex: dns.name.Name, *, port: int, timeout: float
+) -> dns.message.Message:
+    errors: list[str] = []
+    for server in servers:
+        for address in server.addresses:
+            try:
+                reply = _query(address, apex, dns.rdatatype.NS, port=port, timeout=timeout)
+            except ResolveError as exc:
+                errors.append(exc.what)
+                continue
+            if reply.rcode() in (dns.rcode.NOERROR, dns.rcode.NXDOMAIN):
+                return reply
+            errors.append(f"{address}: {dns.rcode.to_text(reply.rcode())}")
+    raise ResolveError(
+        f"no name server on the way from the root answered ({'; '.join(errors[:3])})",
+        where=apex.to_text(),
+    )
 
 
-def _addresses(name: str, host: str, port: int) -> tuple[str, ...]:
-    found: list[str] = []
-    target = dns.name.from_text(name)
-    for rdtype in (dns.rdatatype.A, dns.rdatatype.AAAA):
-        try:
-            rrset = _answer(_query(host, target, rdtype, port=port), target, rdtype)
-        except ResolveError:
-            continue
-        if rrset is not None:
-            found += sorted(rdata.address for rdata in rrset)
-    return tuple(found)
+def _cut(reply: dns.message.Message, zone: dns.name.Name) -> dns.name.Name | None:
+    """The zone cut a referral from ``zone`` points to (None: not a referral)."""
+    if reply.flags & dns.flags.AA and reply.answer:
+        return None
+    for rrset in reply.authority:
+        if (
+            rrset.rdtype == dns.rdatatype.NS
+            and rrset.name.is_subdomain(zone)
+            and rrset.name != zone
+        ):
+            cut: dns.name.Name = rrset.name
+            return cut
+    return None
+
+
+def _ns_of(reply: dns.message.Message, cut: dns.name.Name) -> set[str]:
+    return {
+        rdata.target.to_text()
+        for rrset in (*reply.answer, *reply.authority)
+        if rrset.name == cut and rrset.rdtype == dns.rdatatype.NS
+        for rdata in rrset
+    }
+
+
+def _glue(reply: dns.message.Message) -> dict[str, tuple[str, ...]]:
+    found: dict[str, list[str]] = {}
+    for rrset in reply.additional:
+        if rrset.rdtype in (dns.rdatatype.A, dns.rdatatype.AAAA):
+            found.setdefault(rrset.name.to_text(), []).extend(r.address for r in rrset)
+    return {name: tuple(sorted(addresses)) for name, addresses in found.items()}
+
+
+# --- the chain of trust ------------------------------------------------------------------
+
+
+def check_chain(
+    zone: str,
+    anchors: tuple[TrustAnchor, ...],
+    hints: RootHints,
+    *,
+    now: int,
+    port: int = 53,
+    timeout: float = WORLD_TIMEOUT_SECONDS,
+) -> list[Finding]:
+    """Walk the chain of trust from the closest anchor down to ``zone``'s keys, as a
+    validating resolver does: it must be secure, and a broken link is named."""
+    walker = ChainWalker(IterativeAsker(hints, timeout, port), anchors, now)
+    try:
+        trust = walker.trust_for(dns.name.from_text(zone))
+    except ResolveError as exc:
+        return [Finding("chain-unreachable", str(exc))]
+    if trust.status is DNSSECStatus.SECURE and trust.zone == dns.name.from_text(zone):
+        return []
+    if trust.status is DNSSECStatus.BOGUS:
+        return [Finding("chain-bogus", f"bogus from the trust anchor: {trust.reason}")]
+    reason = trust.reason or f"the chain ends at {trust.zone}, above the zone"
+    return [Finding("chain-insecure", f"insecure from the trust anchor: {reason}")]
 
 
 # --- the parent ----------------------------------------------------------------------
