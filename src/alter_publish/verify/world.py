@@ -67,6 +67,7 @@ CODES: Mapping[str, str] = {
     "signatures-expiring": "warning",
     "signatures-expired": "error",
     "resolver-servfail": "error",
+    "resolver-stale": "converging",
     "resolver-insecure": "error",
     "resolver-unreachable": "error",
     "nsec-walkable": "warning",
@@ -143,6 +144,7 @@ def _query(
     port: int,
     tcp: bool = False,
     cd: bool = False,
+    recursion: bool = False,
     timeout: float = WORLD_TIMEOUT_SECONDS,
 ) -> dns.message.Message:
     """One DO query (over TCP when asked or when the UDP reply is truncated).
@@ -154,6 +156,8 @@ def _query(
     query = dns.message.make_query(name, rdtype, want_dnssec=True, use_edns=0, payload=1232)
     if cd:
         query.flags |= dns.flags.CD
+    if not recursion:
+        query.flags &= ~dns.flags.RD
     where = f"{server}:{port}" if port != 53 else server
     try:
         if tcp:
@@ -565,16 +569,25 @@ def _signature_findings(
 
 
 def check_resolvers(
-    zone: str, resolvers: Iterable[tuple[str, int]], *, signed: bool
+    spec: ZoneSpec,
+    resolvers: Iterable[tuple[str, int]],
+    expected: Expected,
+    *,
+    now: int,
+    anchors: tuple[TrustAnchor, ...],
+    hints: RootHints,
 ) -> list[Finding]:
     """Through each recursive resolver: the zone's SOA answered, and (signed) validated
-    (AD set); a SERVFAIL names the Extended DNS Error when the resolver gives one."""
+    (AD set; a SERVFAIL names the Extended DNS Error when the resolver gives one); then
+    every handle resolved through it, validated from ``anchors`` and compared with what
+    ``sign`` proved."""
     findings: list[Finding] = []
-    apex = dns.name.from_text(zone)
+    apex = dns.name.from_text(spec.origin)
+    signed = spec.dnssec.enabled
     for host, port in resolvers:
         where = f"resolver {host}:{port}"
         try:
-            reply = _query(host, apex, dns.rdatatype.SOA, port=port)
+            reply = _query(host, apex, dns.rdatatype.SOA, port=port, recursion=True)
         except ResolveError as exc:
             findings.append(Finding("resolver-unreachable", exc.what, where))
             continue
@@ -583,14 +596,12 @@ def check_resolvers(
                 f"EDE {option.code}{': ' + option.text if option.text else ''}"
                 for option in reply.extended_errors()
             )
+            cause = f" ({errors})" if errors else ""
             findings.append(
-                Finding(
-                    "resolver-servfail",
-                    f"SERVFAIL{' (' + errors + ')' if errors else ''}: validation fails (bogus)",
-                    where,
-                )
+                Finding("resolver-servfail", f"SERVFAIL{cause}: validation fails (bogus)", where)
             )
-        elif signed and not reply.flags & dns.flags.AD:
+            continue
+        if signed and not reply.flags & dns.flags.AD:
             findings.append(
                 Finding(
                     "resolver-insecure",
@@ -599,7 +610,41 @@ def check_resolvers(
                     where,
                 )
             )
+            continue
+        findings += _resolved_records(
+            spec, (host, port), expected, now=now, anchors=anchors, hints=hints, where=where
+        )
     return findings
+
+
+def _resolved_records(
+    spec: ZoneSpec,
+    resolver: tuple[str, int],
+    expected: Expected,
+    *,
+    now: int,
+    anchors: tuple[TrustAnchor, ...],
+    hints: RootHints,
+    where: str,
+) -> list[Finding]:
+    """Every handle through ``resolver``, validated from the anchor down."""
+    try:
+        proof = prove_served(
+            resolver,
+            spec,
+            expected.expectations,
+            now=now,
+            anchors=anchors,
+            root_hints=hints,
+            timeout=WORLD_TIMEOUT_SECONDS,
+        )
+    except AlterError as exc:
+        return [Finding("resolver-unreachable", str(exc), where)]
+    return [
+        Finding("records-differ", f"{result.handle}: {result.category}: {result.detail}", where)
+        for result in proof.results
+        if not result.ok
+    ]
 
 
 def denial_findings(spec: ZoneSpec) -> list[Finding]:
