@@ -227,8 +227,8 @@ class IterativeAsker:
         self._learn(child, response, depth)
 
     def _learn(self, child: dns.name.Name, response: dns.message.Message, depth: int) -> None:
-        names = _ns_names(response, child)
-        glue = _addresses(response.additional)
+        names = ns_names(response, child)
+        glue = section_addresses(response.additional)
         found = [address for name in names for address in glue.get(name, ())]
         if not found and depth > 0:
             for name in names[:SERVERS_TRIED_MAX]:
@@ -250,7 +250,7 @@ class IterativeAsker:
                 response = self.ask(known, zone, dns.rdatatype.NS)
             except ResolveError:
                 return
-            cut = zone if _ns_names(response, zone) else _referral(response, known)
+            cut = zone if ns_names(response, zone) else referral_cut(response, known)
             if cut is None or cut in self._servers:
                 return
             try:
@@ -271,10 +271,10 @@ class IterativeAsker:
                 response = self.ask(zone, name, dns.rdatatype.A)
             except ResolveError:
                 return []
-            found = _addresses(response.answer).get(name)
+            found = section_addresses(response.answer).get(name)
             if found:
                 return list(found)
-            cut = _referral(response, zone)
+            cut = referral_cut(response, zone)
             if cut is None:
                 return []
             try:
@@ -284,7 +284,7 @@ class IterativeAsker:
         return []
 
 
-def _ns_names(response: dns.message.Message, child: dns.name.Name) -> list[dns.name.Name]:
+def ns_names(response: dns.message.Message, child: dns.name.Name) -> list[dns.name.Name]:
     for section in (response.answer, response.authority):
         for rrset in section:
             if rrset.name == child and rrset.rdtype == dns.rdatatype.NS:
@@ -292,7 +292,7 @@ def _ns_names(response: dns.message.Message, child: dns.name.Name) -> list[dns.n
     return []
 
 
-def _referral(response: dns.message.Message, zone: dns.name.Name) -> dns.name.Name | None:
+def referral_cut(response: dns.message.Message, zone: dns.name.Name) -> dns.name.Name | None:
     """The cut a referral from ``zone`` points to, if ``response`` is one."""
     for rrset in response.authority:
         if (
@@ -305,7 +305,7 @@ def _referral(response: dns.message.Message, zone: dns.name.Name) -> dns.name.Na
     return None
 
 
-def _addresses(section: list[dns.rrset.RRset]) -> dict[dns.name.Name, tuple[str, ...]]:
+def section_addresses(section: list[dns.rrset.RRset]) -> dict[dns.name.Name, tuple[str, ...]]:
     found: dict[dns.name.Name, tuple[str, ...]] = {}
     for rrset in section:
         if rrset.rdtype in _ADDRESS_TYPES:

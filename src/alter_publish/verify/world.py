@@ -36,7 +36,12 @@ from alter_publish.definition.model import ZoneSpec
 from alter_publish.dns.anchors import TrustAnchor
 from alter_publish.dns.chain import ChainWalker
 from alter_publish.dns.hints import RootHints
-from alter_publish.dns.iterate import IterativeAsker
+from alter_publish.dns.iterate import (
+    IterativeAsker,
+    ns_names,
+    referral_cut,
+    section_addresses,
+)
 from alter_publish.dns.validation import DNSSECStatus
 from alter_publish.errors import AlterError, ResolveError
 from alter_publish.verify.proof import Expectation, prove_served
@@ -219,14 +224,14 @@ def locate(
     level = tuple(Server(name.to_text(), addresses) for name, addresses in hints.servers)
     for _ in range(REFERRALS_MAX):
         reply = _first_reply(level, apex, port=port, timeout=timeout)
-        cut = _cut(reply, level_zone)
+        answered = reply.flags & dns.flags.AA and reply.answer  # it serves the zone itself
+        cut = None if answered else referral_cut(reply, level_zone)
         if cut is None or cut == apex:
             break
-        found = _glue(reply)
-        names = sorted(_ns_of(reply, cut))
+        referred = section_addresses(reply.additional)
         level = tuple(
-            Server(name, found.get(name) or asker.address_of(dns.name.from_text(name)))
-            for name in names
+            Server(name.to_text(), referred.get(name) or asker.address_of(name))
+            for name in sorted(ns_names(reply, cut))
         )
         level_zone = cut
     servers = tuple(
@@ -259,38 +264,6 @@ def _first_reply(
         f"no name server on the way from the root answered ({'; '.join(errors[:3])})",
         where=apex.to_text(),
     )
-
-
-def _cut(reply: dns.message.Message, zone: dns.name.Name) -> dns.name.Name | None:
-    """The zone cut a referral from ``zone`` points to (None: not a referral)."""
-    if reply.flags & dns.flags.AA and reply.answer:
-        return None
-    for rrset in reply.authority:
-        if (
-            rrset.rdtype == dns.rdatatype.NS
-            and rrset.name.is_subdomain(zone)
-            and rrset.name != zone
-        ):
-            cut: dns.name.Name = rrset.name
-            return cut
-    return None
-
-
-def _ns_of(reply: dns.message.Message, cut: dns.name.Name) -> set[str]:
-    return {
-        rdata.target.to_text()
-        for rrset in (*reply.answer, *reply.authority)
-        if rrset.name == cut and rrset.rdtype == dns.rdatatype.NS
-        for rdata in rrset
-    }
-
-
-def _glue(reply: dns.message.Message) -> dict[str, tuple[str, ...]]:
-    found: dict[str, list[str]] = {}
-    for rrset in reply.additional:
-        if rrset.rdtype in (dns.rdatatype.A, dns.rdatatype.AAAA):
-            found.setdefault(rrset.name.to_text(), []).extend(r.address for r in rrset)
-    return {name: tuple(sorted(addresses)) for name, addresses in found.items()}
 
 
 # --- the chain of trust ------------------------------------------------------------------
