@@ -27,10 +27,10 @@ def _nsec(owner: str, types: str) -> dns.rrset.RRset:
     return dns.rrset.from_text(owner, 300, "IN", "NSEC", f"zzz.com. {types}")
 
 
-def _nsec3(name: dns.name.Name, types: str) -> dns.rrset.RRset:
+def _nsec3(name: dns.name.Name, types: str, zone: str = "com.") -> dns.rrset.RRset:
     hashed = nsec3_hash(name, bytes.fromhex(SALT), ITERATIONS, NSEC3_HASH_SHA1)
     text = f"1 0 {ITERATIONS} {SALT} {'V' * 32} {types}"
-    return dns.rrset.from_text(f"{hashed.lower()}.com.", 300, "IN", "NSEC3", text)
+    return dns.rrset.from_text(f"{hashed.lower()}.{zone}", 300, "IN", "NSEC3", text)
 
 
 @pytest.mark.parametrize(
@@ -43,10 +43,14 @@ def _nsec3(name: dns.name.Name, types: str) -> dns.rrset.RRset:
         pytest.param(_nsec3(CHILD, "NS"), True, id="nsec3-cut"),
         pytest.param(_nsec3(CHILD, "A RRSIG"), False, id="nsec3-no-ns"),
         pytest.param(_nsec3(dns.name.from_text("other.com."), "NS"), False, id="nsec3-elsewhere"),
+        # A record of another zone was never validated with the parent's keys: an
+        # attacker's NSEC3 with the right hash must not prove an insecure delegation.
+        pytest.param(_nsec3(CHILD, "NS", "attacker.net."), False, id="nsec3-other-zone"),
+        pytest.param(_nsec3(CHILD, "NS", "example.com."), False, id="nsec3-child-zone"),
     ],
 )
 def test_proves_delegation(rrset: dns.rrset.RRset, delegation: bool) -> None:
-    assert proves_delegation(_response(rrset), CHILD) is delegation
+    assert proves_delegation(_response(rrset), CHILD, dns.name.from_text("com.")) is delegation
 
 
 def _rrsig(owner: str, signer: str) -> dns.rrset.RRset:

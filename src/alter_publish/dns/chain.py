@@ -174,7 +174,7 @@ class ChainWalker:
             return _Step(_Kind.CUT, anchor=TrustAnchor(child, tuple(ds), (), source=link))
         if response.rcode() == dns.rcode.NXDOMAIN:
             return _Step(_Kind.NO_NAME)
-        if proves_delegation(response, child):
+        if proves_delegation(response, child, zone):
             return _Step(
                 _Kind.INSECURE,
                 f"{link}: insecure delegation ({zone} proves there is no DS)",

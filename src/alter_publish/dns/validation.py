@@ -648,16 +648,24 @@ def signer_of(response: dns.message.Message, qname: dns.name.Name) -> dns.name.N
     return None
 
 
-def proves_delegation(response: dns.message.Message, name: dns.name.Name) -> bool:
-    """Whether the NSEC or NSEC3 matching ``name`` in ``response``'s authority section
-    lists NS and not SOA: ``name`` is a delegation, so a validated DS denial in the same
-    response proves it insecure (RFC 4035 section 5.2). Check the denial first
-    (:func:`validate_response` for DS): this only reads the bitmap."""
+def proves_delegation(
+    response: dns.message.Message, name: dns.name.Name, zone: dns.name.Name
+) -> bool:
+    """Whether the NSEC or NSEC3 of ``zone`` (the parent) matching ``name`` in
+    ``response``'s authority section lists NS and not SOA: ``name`` is a delegation, so
+    a validated DS denial in the same response proves it insecure (RFC 4035 section
+    5.2). Check the denial first (:func:`validate_response` for DS, which validates the
+    zone's NSEC and NSEC3 records): this only reads the bitmap of a record of ``zone``
+    (one of another zone was never validated, so it proves nothing)."""
     for rrset in response.authority:
         rdata = rrset[0] if len(rrset) else None
-        if isinstance(rdata, NSEC) and rrset.name == name:
+        if isinstance(rdata, NSEC) and rrset.name == name and name.parent() == zone:
             return _has_type(rdata, _NS) and not _has_type(rdata, _SOA)
-        if isinstance(rdata, NSEC3) and rdata.algorithm == NSEC3_HASH_SHA1:
+        if (
+            isinstance(rdata, NSEC3)
+            and rdata.algorithm == NSEC3_HASH_SHA1
+            and rrset.name.parent() == zone
+        ):
             hashed = nsec3_hash(name, bytes(rdata.salt), int(rdata.iterations), NSEC3_HASH_SHA1)
             if rrset.name.labels[0].decode("latin-1").upper() == hashed:
                 return _has_type(rdata, _NS) and not _has_type(rdata, _SOA)
