@@ -62,8 +62,10 @@ def ask_server(
     timeout: float,
     recursion: bool = False,
     checking_disabled: bool = False,
+    tcp: bool = False,
 ) -> dns.message.Message:
-    """Ask one question with DO set (over UDP, again over TCP when truncated).
+    """Ask one question with DO set (over UDP, again over TCP when truncated; over TCP
+    only with ``tcp``).
 
     Args:
         server: the server's address and port.
@@ -87,6 +89,8 @@ def ask_server(
     where = f"{qname} {dns.rdatatype.to_text(qtype)}"
     for attempt in range(2):
         try:
+            if tcp:
+                return dns.query.tcp(query, host, port=port, timeout=timeout)
             response = dns.query.udp(query, host, port=port, timeout=timeout)
             if response.flags & dns.flags.TC:
                 response = dns.query.tcp(query, host, port=port, timeout=timeout)
@@ -96,7 +100,7 @@ def ask_server(
                     f"no answer from {host}:{port} within {timeout:g} s", where=where
                 ) from exc
             continue
-        except (OSError, dns.exception.DNSException) as exc:
+        except (OSError, ValueError, dns.exception.DNSException) as exc:
             raise ResolveError(f"query to {host}:{port} failed: {exc}", where=where) from exc
         return response
     raise AssertionError("unreachable")  # pragma: no cover

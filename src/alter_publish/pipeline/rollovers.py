@@ -12,7 +12,8 @@ from alter_publish.errors import RolloverError
 from alter_publish.keys import commands as keyops
 from alter_publish.keys.rollover import StepResult
 from alter_publish.keys.store import KeyStore
-from alter_publish.verify.world import locate, parent_missing_ds
+from alter_publish.verify.delegation import parent_missing_ds
+from alter_publish.verify.world import Prober, locate
 
 
 def dnssec_step(
@@ -43,9 +44,12 @@ def dnssec_step(
             if entry.role is ZoneKeyRole.KSK and entry.state is ZoneKeyState.DS_SUBMITTED
         ]
         if waiting:
-            located = locate(spec.origin, spec.ns, {}, hints or default_root_hints(), port=port)
+            prober = Prober(port=port)
+            located = locate(
+                spec.origin, (), {}, hints or default_root_hints(), prober, zone_servers=False
+            )
             missing = parent_missing_ds(
-                spec.origin, located, [entry.dnskey for entry in waiting], port=port
+                spec.origin, located, [entry.dnskey for entry in waiting], prober
             )
             if missing:
                 tags = ", ".join(f"ksk-{entry.tag}" for entry in waiting)

@@ -12,6 +12,9 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+import dns.dnssec
+import dns.name
+
 from alter_publish.definition.model import ZoneSpec, load_zone
 from alter_publish.definition.state import SerialState, state_path_for
 from alter_publish.dns.anchors import TrustAnchor, read_trust_anchors
@@ -21,13 +24,14 @@ from alter_publish.errors import EXIT_DRIFT, EXIT_OK, EXIT_VERIFICATION, RenderE
 from alter_publish.keys.store import KeyStore
 from alter_publish.pipeline.paths import current_outputs, ds_path, output_paths
 from alter_publish.pipeline.verification import expectations_for
+from alter_publish.verify.delegation import check_parent
 from alter_publish.verify.world import (
     Expected,
     Finding,
     Located,
+    Prober,
     Server,
     check_chain,
-    check_parent,
     check_resolvers,
     check_servers,
     denial_findings,
@@ -98,19 +102,21 @@ def check_world(
     """
     spec = load_zone(definition)
     expected = _expected(spec, out, keys)
-    located = locate(spec.origin, spec.ns, expected.glue, hints, port=port)
+    prober = Prober(port=port)
+    located = locate(spec.origin, spec.ns, expected.glue, hints, prober)
     signed = spec.dnssec.enabled
-    chain = check_chain(spec.origin, anchors, hints, now=now, port=port) if signed else []
-    servers = check_servers(spec, located, expected, now=now, port=port)
+    chain = check_chain(spec.origin, anchors, hints, prober, now=now) if signed else []
+    servers = check_servers(spec, located, expected, prober, now=now)
     through = check_resolvers(spec, resolvers, expected, now=now, anchors=anchors, hints=hints)
     if any(finding.code == "serial-behind" for finding in servers):
         through = [_stale(finding) for finding in through]
     findings = [
         *denial_findings(spec),
         *chain,
-        *check_parent(spec.origin, located, expected, signed=signed, port=port),
+        *check_parent(spec.origin, located, expected, prober, signed=signed),
         *servers,
         *through,
+        *prober.findings(),
     ]
     return WorldReport(spec.origin, expected.serial, located, tuple(findings))
 
@@ -144,11 +150,22 @@ def _expected(spec: ZoneSpec, out: Path, keys: KeyStore) -> Expected:
         for anchor in anchors
         for rdata in anchor.ds
     )
-    retired = frozenset(
-        entry.tag
+    ksk_entries = [
+        entry
         for entry in (keys.zones.entries(spec.origin, removed=True) if spec.dnssec.enabled else ())
         if entry.role is ZoneKeyRole.KSK
-        and entry.state in (ZoneKeyState.RETIRED, ZoneKeyState.REMOVED)
+    ]
+    served_ds = [rdata for anchor in anchors for rdata in anchor.ds]
+    apex = dns.name.from_text(spec.origin)
+    ksks = tuple(
+        entry.dnskey
+        for entry in ksk_entries
+        if any(dns.dnssec.make_ds(apex, entry.dnskey, ds.digest_type) == ds for ds in served_ds)
+    )
+    retired = tuple(
+        entry.dnskey
+        for entry in ksk_entries
+        if entry.state in (ZoneKeyState.RETIRED, ZoneKeyState.REMOVED) and entry.dnskey not in ksks
     )
     glue = {
         name: frozenset(addresses)
@@ -158,6 +175,7 @@ def _expected(spec: ZoneSpec, out: Path, keys: KeyStore) -> Expected:
     return Expected(
         serial=state.serial,
         ds=ds,
+        ksks=ksks,
         retired=retired,
         ns=spec.ns,
         glue=glue,

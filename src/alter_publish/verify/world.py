@@ -31,13 +31,17 @@ import dns.rcode
 import dns.rdataclass
 import dns.rdatatype
 import dns.rrset
+from dns.rdtypes.ANY.DNSKEY import DNSKEY
 
 from alter_publish.definition.model import ZoneSpec
 from alter_publish.dns.anchors import TrustAnchor
 from alter_publish.dns.chain import ChainWalker
 from alter_publish.dns.hints import RootHints
 from alter_publish.dns.iterate import (
+    REFERRALS_MAX,
+    SERVERS_TRIED_MAX,
     IterativeAsker,
+    ask_server,
     ns_names,
     referral_cut,
     section_addresses,
@@ -46,8 +50,8 @@ from alter_publish.dns.validation import DNSSECStatus
 from alter_publish.errors import AlterError, ResolveError
 from alter_publish.verify.proof import Expectation, prove_served
 
-#: How long one question to one server may take.
-WORLD_TIMEOUT_SECONDS = 3.0
+#: How long one try of a question to one server may take (two tries over UDP).
+WORLD_TIMEOUT_SECONDS = 2.0
 
 SEVERITIES = ("error", "converging", "warning")
 
@@ -79,6 +83,7 @@ CODES: Mapping[str, str] = {
     "chain-bogus": "error",
     "chain-insecure": "error",
     "chain-unreachable": "error",
+    "ipv6-unreachable": "warning",
 }
 
 
@@ -125,7 +130,8 @@ class Expected:
     Attributes:
         serial: the SOA serial ``sign`` last wrote (the state's).
         ds: DS rdata texts of the build's DS file (``key_tag alg digest_type digest``).
-        retired: key tags of KSKs the key store has retired or removed.
+        ksks: the KSKs whose DS the parent should serve (those of the build's DS file).
+        retired: KSKs the key store has retired or removed (their DS should go).
         ns: the zone's name servers (absolute names).
         glue: in-zone name server name -> its addresses, as the zone publishes them.
         anchors: trust anchors the zone's answers validate to (its DS).
@@ -134,50 +140,71 @@ class Expected:
 
     serial: int
     ds: frozenset[str]
-    retired: frozenset[int]
+    ksks: tuple[DNSKEY, ...]
+    retired: tuple[DNSKEY, ...]
     ns: tuple[str, ...]
     glue: Mapping[str, frozenset[str]]
     anchors: tuple[TrustAnchor, ...] = ()
     expectations: Mapping[str, Expectation] = field(default_factory=dict)
 
 
-def _query(
-    server: str,
-    qname: dns.name.Name | str,
-    rdtype: dns.rdatatype.RdataType,
-    *,
-    port: int,
-    tcp: bool = False,
-    cd: bool = False,
-    recursion: bool = False,
-    timeout: float = WORLD_TIMEOUT_SECONDS,
-) -> dns.message.Message:
-    """One DO query (over TCP when asked or when the UDP reply is truncated).
-
-    Raises:
-        ResolveError: no answer in time, or the query failed.
-    """
-    name = dns.name.from_text(qname) if isinstance(qname, str) else qname
-    query = dns.message.make_query(name, rdtype, want_dnssec=True, use_edns=0, payload=1232)
-    if cd:
-        query.flags |= dns.flags.CD
-    if not recursion:
-        query.flags &= ~dns.flags.RD
-    where = f"{server}:{port}" if port != 53 else server
-    try:
-        if tcp:
-            return dns.query.tcp(query, server, port=port, timeout=timeout)
-        response = dns.query.udp(query, server, port=port, timeout=timeout)
-        if response.flags & dns.flags.TC:
-            return dns.query.tcp(query, server, port=port, timeout=timeout)
-        return response
-    except dns.exception.Timeout as exc:
-        raise ResolveError(f"no answer within {timeout:g} s", where=where) from exc
-    except (OSError, dns.exception.DNSException) as exc:
-        raise ResolveError(f"query failed: {exc}", where=where) from exc
+class SkippedError(ResolveError):
+    """An IPv6 address not asked: IPv6 does not work from this host."""
 
 
-def _answer(
+@dataclass
+class Prober:
+    """How ``check`` asks name servers: one port, one timeout (two tries over UDP each);
+    IPv6 addresses are skipped, with one warning, once the first IPv6 address asked has
+    not answered and none has (a host without an IPv6 path would otherwise wait out the
+    timeout at every IPv6 address of every server and report each as an error)."""
+
+    port: int = 53
+    timeout: float = WORLD_TIMEOUT_SECONDS
+    ipv6_answered: bool = False
+    ipv6_failure: str | None = None
+
+    def ask(
+        self,
+        address: str,
+        qname: dns.name.Name,
+        rdtype: dns.rdatatype.RdataType,
+        *,
+        tcp: bool = False,
+    ) -> dns.message.Message:
+        """One DO question, RD clear (over TCP with ``tcp``, or when truncated).
+
+        Raises:
+            ResolveError: no answer in time, or the query failed (``SkippedError``: an
+                IPv6 address not asked, or the first IPv6 failure).
+        """
+        ipv6 = ":" in address
+        if ipv6 and self.ipv6_failure is not None and not self.ipv6_answered:
+            raise SkippedError("IPv6 does not work from here", where=address)
+        try:
+            reply = ask_server((address, self.port), qname, rdtype, timeout=self.timeout, tcp=tcp)
+        except ResolveError as exc:
+            if ipv6 and not self.ipv6_answered:
+                self.ipv6_failure = f"{address}: {exc.what}"
+                raise SkippedError(exc.what, where=address) from exc
+            raise
+        self.ipv6_answered = self.ipv6_answered or ipv6
+        return reply
+
+    def findings(self) -> list[Finding]:
+        """The one warning for IPv6 addresses not checked."""
+        if self.ipv6_failure is None or self.ipv6_answered:
+            return []
+        return [
+            Finding(
+                "ipv6-unreachable",
+                f"no IPv6 address answered from here ({self.ipv6_failure}): IPv6 addresses "
+                "were not checked; run check from a host with IPv6",
+            )
+        ]
+
+
+def answer_of(
     response: dns.message.Message, name: dns.name.Name, rdtype: int
 ) -> dns.rrset.RRset | None:
     for rrset in response.answer:
@@ -198,62 +225,77 @@ class Located:
     servers: tuple[Server, ...]
 
 
-#: Zone cuts followed from the root at most.
-REFERRALS_MAX = 16
-
-
 def locate(
     zone: str,
     ns: Sequence[str],
     glue: Mapping[str, frozenset[str]],
     hints: RootHints,
+    prober: Prober,
     *,
-    port: int = 53,
-    timeout: float = WORLD_TIMEOUT_SECONDS,
+    zone_servers: bool = True,
 ) -> Located:
     """Find the parent zone of ``zone`` and its name servers by following referrals from
-    the root (``hints``), as a resolver does; and the addresses of ``ns`` (the zone's
-    own: in-zone ones at their ``glue``, others looked up from the root).
+    the root (``hints``), as a resolver does; and (``zone_servers``) the addresses of
+    the zone's name servers: ``ns`` (the zone's own; in-zone ones at their ``glue``) and
+    any other the parent names (at its glue), others looked up from the root.
 
     Raises:
         ResolveError: no server on the way answers.
     """
     apex = dns.name.from_text(zone)
-    asker = IterativeAsker(hints, timeout, port)
+    asker = IterativeAsker(hints, prober.timeout, prober.port)
     level_zone = dns.name.root
     level = tuple(Server(name.to_text(), addresses) for name, addresses in hints.servers)
+    referred: dict[dns.name.Name, tuple[str, ...]] = {}
+    parent_ns: list[dns.name.Name] = []
     for _ in range(REFERRALS_MAX):
-        reply = _first_reply(level, apex, port=port, timeout=timeout)
+        reply = _first_reply(level, apex, prober)
         answered = reply.flags & dns.flags.AA and reply.answer  # it serves the zone itself
         cut = None if answered else referral_cut(reply, level_zone)
-        if cut is None or cut == apex:
-            break
         referred = section_addresses(reply.additional)
+        if cut is None or cut == apex:
+            parent_ns = ns_names(reply, apex)
+            break
         level = tuple(
             Server(name.to_text(), referred.get(name) or asker.address_of(name))
             for name in sorted(ns_names(reply, cut))
         )
         level_zone = cut
+    own = [dns.name.from_text(name) for name in ns]
+    names = [*own, *sorted(name for name in parent_ns if name not in own)] if zone_servers else []
     servers = tuple(
-        Server(
-            name,
-            tuple(sorted(glue[name]))
-            if name in glue
-            else asker.address_of(dns.name.from_text(name)),
-        )
-        for name in ns
+        Server(name.to_text(), _addresses_of(name, glue, referred, asker)) for name in names
     )
     return Located(level_zone.to_text(), level, servers)
 
 
+def _addresses_of(
+    name: dns.name.Name,
+    glue: Mapping[str, frozenset[str]],
+    referred: Mapping[dns.name.Name, tuple[str, ...]],
+    asker: IterativeAsker,
+) -> tuple[str, ...]:
+    """The zone's own address records for an in-zone name server, else the parent's
+    glue, else a lookup from the root."""
+    text = name.to_text().lower()
+    if text in glue:
+        return tuple(sorted(glue[text]))
+    return referred.get(name) or asker.address_of(name)
+
+
 def _first_reply(
-    servers: Sequence[Server], apex: dns.name.Name, *, port: int, timeout: float
+    servers: Sequence[Server], apex: dns.name.Name, prober: Prober
 ) -> dns.message.Message:
+    """The first usable answer of a few of ``servers`` to ``apex NS``.
+
+    Raises:
+        ResolveError: none of them answered.
+    """
     errors: list[str] = []
-    for server in servers:
+    for server in servers[:SERVERS_TRIED_MAX]:
         for address in server.addresses:
             try:
-                reply = _query(address, apex, dns.rdatatype.NS, port=port, timeout=timeout)
+                reply = prober.ask(address, apex, dns.rdatatype.NS)
             except ResolveError as exc:
                 errors.append(exc.what)
                 continue
@@ -273,14 +315,13 @@ def check_chain(
     zone: str,
     anchors: tuple[TrustAnchor, ...],
     hints: RootHints,
+    prober: Prober,
     *,
     now: int,
-    port: int = 53,
-    timeout: float = WORLD_TIMEOUT_SECONDS,
 ) -> list[Finding]:
     """Walk the chain of trust from the closest anchor down to ``zone``'s keys, as a
     validating resolver does: it must be secure, and a broken link is named."""
-    walker = ChainWalker(IterativeAsker(hints, timeout, port), anchors, now)
+    walker = ChainWalker(IterativeAsker(hints, prober.timeout, prober.port), anchors, now)
     try:
         trust = walker.trust_for(dns.name.from_text(zone))
     except ResolveError as exc:
@@ -293,136 +334,11 @@ def check_chain(
     return [Finding("chain-insecure", f"insecure from the trust anchor: {reason}")]
 
 
-# --- the parent ----------------------------------------------------------------------
-
-
-def check_parent(
-    zone: str, located: Located, expected: Expected, *, signed: bool, port: int = 53
-) -> list[Finding]:
-    """Ask every address of every parent name server for the zone's DS and delegation."""
-    findings: list[Finding] = []
-    apex = dns.name.from_text(zone)
-    for server in located.parent_servers:
-        if not server.addresses:
-            findings.append(Finding("parent-unreachable", "no address found", server.name))
-        for address in server.addresses:
-            where = f"{server.name} ({address})"
-            try:
-                ds_reply = _query(address, apex, dns.rdatatype.DS, port=port)
-                ns_reply = _query(address, apex, dns.rdatatype.NS, port=port)
-            except ResolveError as exc:
-                findings.append(Finding("parent-unreachable", exc.what, where))
-                continue
-            findings += _ds_findings(ds_reply, apex, expected, signed=signed, where=where)
-            findings += _delegation_findings(ns_reply, apex, expected, where=where)
-    return findings
-
-
-def _ds_findings(
-    reply: dns.message.Message, apex: dns.name.Name, expected: Expected, *, signed: bool, where: str
-) -> list[Finding]:
-    rrset = _answer(reply, apex, dns.rdatatype.DS)
-    served = {_ds_text(rdata) for rdata in rrset} if rrset is not None else set()
-    if not signed:
-        if served:
-            return [
-                Finding(
-                    "ds-unsigned-zone",
-                    f"serves DS {sorted(served)} for an unsigned zone: "
-                    "validating resolvers answer SERVFAIL",
-                    where,
-                )
-            ]
-        return []
-    if not served:
-        return [
-            Finding(
-                "ds-missing",
-                "serves no DS: the zone is insecure for every validating resolver",
-                where,
-            )
-        ]
-    findings: list[Finding] = []
-    matching = served & expected.ds
-    for text in sorted(served - expected.ds):
-        tag = int(text.split()[0])
-        if tag in expected.retired:
-            code = "ds-stale" if matching else "ds-retired"
-            what = "still serves" if matching else "serves only"
-            findings.append(Finding(code, f"{what} DS {text} of a retired KSK (tag {tag})", where))
-        elif not matching:
-            findings.append(
-                Finding(
-                    "ds-mismatch",
-                    f"serves DS {text}, which matches no KSK of the zone "
-                    f"(expected {' / '.join(sorted(expected.ds))})",
-                    where,
-                )
-            )
-        else:
-            findings.append(
-                Finding(
-                    "ds-extra", f"also serves DS {text}, which matches no KSK of the zone", where
-                )
-            )
-    if not matching and not findings:
-        findings.append(Finding("ds-mismatch", "serves no DS of the zone's KSKs", where))
-    missing = expected.ds - served
-    if matching and missing:
-        findings.append(
-            Finding(
-                "ds-not-built", f"does not serve DS {sorted(missing)} of the build's DS file", where
-            )
-        )
-    return findings
-
-
-def _ds_text(rdata: Any) -> str:
-    return f"{rdata.key_tag} {rdata.algorithm} {rdata.digest_type} {rdata.digest.hex().upper()}"
-
-
-def _delegation_findings(
-    reply: dns.message.Message, apex: dns.name.Name, expected: Expected, *, where: str
-) -> list[Finding]:
-    """The parent's NS set (a referral: authority section) and its glue, against the
-    zone's own."""
-    rrsets = [*reply.answer, *reply.authority]
-    ns = next((r for r in rrsets if r.name == apex and r.rdtype == dns.rdatatype.NS), None)
-    if ns is None:
-        return [Finding("ns-mismatch", "gives no NS records for the zone", where)]
-    names = sorted(rdata.target.to_text() for rdata in ns)
-    findings: list[Finding] = []
-    if names != sorted(expected.ns):
-        findings.append(
-            Finding(
-                "ns-mismatch",
-                f"delegates to {', '.join(names)}; the zone says {', '.join(sorted(expected.ns))}",
-                where,
-            )
-        )
-    glue: dict[str, set[str]] = {}
-    for rrset in reply.additional:
-        if rrset.rdtype in (dns.rdatatype.A, dns.rdatatype.AAAA):
-            glue.setdefault(rrset.name.to_text(), set()).update(r.address for r in rrset)
-    for name, addresses in sorted(glue.items()):
-        own = expected.glue.get(name)
-        if own is not None and set(own) != addresses:
-            findings.append(
-                Finding(
-                    "glue-mismatch",
-                    f"glue for {name} is {', '.join(sorted(addresses))}; "
-                    f"the zone says {', '.join(sorted(own))}",
-                    where,
-                )
-            )
-    return findings
-
-
 # --- the zone's own servers ------------------------------------------------------------
 
 
 def check_servers(
-    spec: ZoneSpec, located: Located, expected: Expected, *, now: int, port: int = 53
+    spec: ZoneSpec, located: Located, expected: Expected, prober: Prober, *, now: int
 ) -> list[Finding]:
     """Ask every address of every name server of the zone, over UDP and TCP: the serial,
     the alter1 records handle by handle (validated to the zone's DS) and how long the
@@ -434,9 +350,7 @@ def check_servers(
             findings.append(Finding("unreachable", "no address found for it", server.name))
         for address in server.addresses:
             where = f"{server.name} ({address})"
-            findings += _check_address(
-                spec, apex, address, expected, now=now, port=port, where=where
-            )
+            findings += _check_address(spec, apex, address, expected, prober, now=now, where=where)
     return findings
 
 
@@ -445,16 +359,18 @@ def _check_address(
     apex: dns.name.Name,
     address: str,
     expected: Expected,
+    prober: Prober,
     *,
     now: int,
-    port: int,
     where: str,
 ) -> list[Finding]:
     try:
-        reply = _query(address, apex, dns.rdatatype.SOA, port=port)
+        reply = prober.ask(address, apex, dns.rdatatype.SOA)
+    except SkippedError:
+        return []
     except ResolveError as exc:
         return [Finding("unreachable", exc.what, where)]
-    soa = _answer(reply, apex, dns.rdatatype.SOA)
+    soa = answer_of(reply, apex, dns.rdatatype.SOA)
     if reply.rcode() != dns.rcode.NOERROR or soa is None or not reply.flags & dns.flags.AA:
         rcode = dns.rcode.to_text(reply.rcode())
         return [
@@ -467,7 +383,7 @@ def _check_address(
         ]
     findings: list[Finding] = []
     try:
-        _query(address, apex, dns.rdatatype.SOA, port=port, tcp=True)
+        prober.ask(address, apex, dns.rdatatype.SOA, tcp=True)
     except ResolveError as exc:
         findings.append(Finding("tcp-failed", exc.what, where))
     serial = next(iter(soa)).serial
@@ -491,7 +407,7 @@ def _check_address(
         ]
     try:
         proof = prove_served(
-            (address, port),
+            (address, prober.port),
             spec,
             expected.expectations,
             now=now,
@@ -560,7 +476,9 @@ def check_resolvers(
     for host, port in resolvers:
         where = f"resolver {host}:{port}"
         try:
-            reply = _query(host, apex, dns.rdatatype.SOA, port=port, recursion=True)
+            reply = ask_server(
+                (host, port), apex, dns.rdatatype.SOA, timeout=WORLD_TIMEOUT_SECONDS, recursion=True
+            )
         except ResolveError as exc:
             findings.append(Finding("resolver-unreachable", exc.what, where))
             continue
@@ -631,33 +549,3 @@ def denial_findings(spec: ZoneSpec) -> list[Finding]:
             )
         ]
     return []
-
-
-def parent_missing_ds(
-    zone: str, located: Located, dnskeys: Sequence[Any], *, port: int = 53
-) -> list[str]:
-    """The parent servers (``name (address)``) that do not serve a DS for each of
-    ``dnskeys`` (any digest type, recomputed from the key), or give no answer."""
-    apex = dns.name.from_text(zone)
-    missing: list[str] = []
-    for server in located.parent_servers:
-        for address in server.addresses or ("no address",):
-            where = f"{server.name} ({address})"
-            try:
-                reply = _query(address, apex, dns.rdatatype.DS, port=port)
-            except ResolveError:
-                missing.append(where)
-                continue
-            rrset = _answer(reply, apex, dns.rdatatype.DS)
-            served = list(rrset) if rrset is not None else []
-            if not all(any(_ds_of(apex, key, ds) for ds in served) for key in dnskeys):
-                missing.append(where)
-    return missing
-
-
-def _ds_of(apex: dns.name.Name, dnskey: Any, ds: Any) -> bool:
-    """True when ``ds`` is a DS of ``dnskey`` (its digest type recomputed)."""
-    try:
-        return bool(dns.dnssec.make_ds(apex, dnskey, ds.digest_type) == ds)
-    except (dns.exception.DNSException, ValueError):
-        return False
