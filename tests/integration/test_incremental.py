@@ -19,6 +19,8 @@ import pytest
 
 from alter_publish import pipeline
 from alter_publish.definition.model import load_zone
+from alter_publish.dns.zonekeys import ZoneKeyRole
+from alter_publish.keys import commands as keyops
 from alter_publish.keys.lifecycle import rotate
 from alter_publish.keys.store import KeyStore
 from alter_publish.pipeline import SignReport, full, sign
@@ -145,6 +147,26 @@ def test_a_rotated_key_is_patched_in_with_its_continuity_signature(tmp_path: Pat
     assert "psig=" in (root / f"build/{ZONE}.zone").read_text()
     again = _sign(root, NOW + 300)
     assert again.zones[0].unchanged
+
+
+@pytest.mark.parametrize("denial", ["nsec", "nsec3"])
+def test_an_edit_during_a_ksk_rollover_is_patched_in_beside_the_cds(
+    denial: str, tmp_path: Path
+) -> None:
+    """While a KSK rollover runs the apex holds CDS and CDNSKEY (signed by the KSK); a
+    handle edit re-signs only the SOA there and gives a full run's bytes."""
+    root = _workspace(tmp_path / "ws", dnssec=f"{{enabled: true, denial: {denial}}}")
+    zones = root / "zones"
+    keyops.dnssec_rollover(
+        ZONE, ZoneKeyRole.KSK, keys=KeyStore(root / "keys"), now=NOW, zones_dir=zones
+    )
+    assert _sign(root, NOW + 30).zones[0].patched is None  # new key states: a full run
+    zone_text = (root / f"build/{ZONE}.zone").read_text()
+    assert " IN CDS " in zone_text
+    assert " IN CDNSKEY " in zone_text
+    _edit(root, "  - ~user4\n", "  - {handle: ~user4, resolver: 'https://patch.example/4'}\n")
+    report = _same_as_full(root, tmp_path, NOW + 60)
+    assert report.zones[0].patched == ("~user4",)
 
 
 def test_an_unsigned_zone_is_patched_too(tmp_path: Path) -> None:

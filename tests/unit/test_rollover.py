@@ -13,7 +13,13 @@ from alter_publish import pipeline
 from alter_publish.definition.model import DNSSECSpec, load_zone
 from alter_publish.definition.state import SerialState, state_path_for
 from alter_publish.dns.dnssec import ds_line
-from alter_publish.dns.zonekeys import ZoneKey, ZoneKeyEntry, ZoneKeyRole, ZoneKeyState
+from alter_publish.dns.zonekeys import (
+    ZoneKey,
+    ZoneKeyEntry,
+    ZoneKeyRole,
+    ZoneKeyState,
+    cds_keys,
+)
 from alter_publish.errors import RolloverError
 from alter_publish.keys import commands as keyops
 from alter_publish.keys import rollover
@@ -97,6 +103,11 @@ def test_timing_follows_rfc_7583(max_ttl: int, validity: int, retire_wait: int) 
     assert (mapping["ds_wait"], mapping["zsk_retire_wait"]) == (97_000, retire_wait)
 
 
+def tags(keys: Sequence[AnyKey]) -> set[int]:
+    """The key tags of ``keys``."""
+    return {key.tag for key in keys}
+
+
 # --- ZSK pre-publication ------------------------------------------------------------------
 
 
@@ -107,6 +118,7 @@ def test_zsk_rollover_walks_published_active_retired_removed(store: KeyStore) ->
     begun = rollover.begin(store, ZONE, ZSK, now=BEGIN, timing=TIMING)
     new = only(begun.keys, ZSK, ZoneKeyState.PUBLISHED)
     assert (new.in_dnskey, new.signs, new.created, new.since) == (True, False, BEGIN, BEGIN)
+    assert cds_keys(begun.keys) == ()  # a ZSK rollover asks nothing of the parent
     assert new.tag not in (old.tag, ksk.tag)
     assert begun.ds_submit == ()
     assert begun.next_step is not None
@@ -148,6 +160,7 @@ def test_zsk_rollover_walks_published_active_retired_removed(store: KeyStore) ->
 def test_ksk_rollover_walks_the_double_ds_states(store: KeyStore) -> None:
     old = only(store.zones.load(ZONE), KSK, ZoneKeyState.ACTIVE)
     zsk = only(store.zones.load(ZONE), ZSK, ZoneKeyState.ACTIVE)
+    assert cds_keys(store.zones.load(ZONE)) == ()  # no rollover: no CDS/CDNSKEY
 
     begun = rollover.begin(store, ZONE, KSK, now=BEGIN, timing=TIMING)
     new = only(begun.keys, KSK, ZoneKeyState.DS_SUBMITTED)
@@ -155,6 +168,7 @@ def test_ksk_rollover_walks_the_double_ds_states(store: KeyStore) -> None:
     old_ds, new_ds = (ds_line(ORIGIN, key, TIMING.dnskey_ttl) for key in (old, new))
     assert old_ds != new_ds
     assert sorted(begun.ds_submit) == sorted([old_ds, new_ds])
+    assert tags(cds_keys(begun.keys)) == {old.tag, new.tag}  # CDS: add the new DS
     assert begun.next_step is not None
     assert begun.next_step.not_before is None  # waits for the parent, not the clock
 
@@ -164,6 +178,7 @@ def test_ksk_rollover_walks_the_double_ds_states(store: KeyStore) -> None:
     confirmed = step(store, confirmed_at, ds_published=True)
     assert only(confirmed.keys, KSK, ZoneKeyState.DS_PUBLISHED).tag == new.tag
     assert only(confirmed.keys, KSK, ZoneKeyState.ACTIVE).tag == old.tag
+    assert tags(cds_keys(confirmed.keys)) == {old.tag, new.tag}
     assert confirmed.next_step is not None
     activate_at = confirmed_at + TIMING.ds_wait
     assert confirmed.next_step.not_before == activate_at
@@ -180,11 +195,14 @@ def test_ksk_rollover_walks_the_double_ds_states(store: KeyStore) -> None:
     assert (retired.tag, retired.in_dnskey, retired.in_ds) == (old.tag, False, True)
     assert by_tag(activated.keys, zsk.tag).state is ZoneKeyState.ACTIVE
     assert activated.ds_remove == ()
+    # RFC 7583 double-DS: the old DS stays at the parent until Iret has passed
+    assert tags(cds_keys(activated.keys)) == {old.tag, new.tag}
 
     remove_at = activate_at + TIMING.ksk_retire_wait
     rollover_error(lambda: step(store, remove_at - 1))
     removed = step(store, remove_at)
     assert removed.ds_remove == (old_ds,)
+    assert cds_keys(removed.keys) == ()  # the rollover is over: no CDS/CDNSKEY
     assert removed.next_step is None
     assert {key.tag for key in store.zones.load(ZONE)} == {new.tag, zsk.tag}
     assert by_tag(store.zones.entries(ZONE, removed=True), old.tag).state is ZoneKeyState.REMOVED

@@ -28,6 +28,7 @@ import dns.name
 import dns.rdata
 import dns.rdataclass
 import dns.rdatatype
+import dns.rdtypes.ANY.DNSKEY
 import dns.rdtypes.util
 import dns.zone
 from cryptography.hazmat.primitives import serialization
@@ -46,7 +47,7 @@ from alter_publish.dns.records import (
     name_text,
     name_wire,
 )
-from alter_publish.dns.zonekeys import ZoneKey, ZoneKeyEntry, ZoneKeyRole
+from alter_publish.dns.zonekeys import ZoneKey, ZoneKeyEntry, ZoneKeyRole, cds_keys
 from alter_publish.errors import SigningError
 from alter_publish.format.ed25519 import SigningKey
 from alter_publish.parallel import Progress, Workers, ranges, shared
@@ -66,9 +67,15 @@ _SOA = dns.rdatatype.SOA
 _TXT = dns.rdatatype.TXT
 _NS = dns.rdatatype.NS
 _DS = dns.rdatatype.DS
+_CDS = dns.rdatatype.CDS
+_CDNSKEY = dns.rdatatype.CDNSKEY
 _RRSIG_HEADER = struct.Struct("!HBBIIIH")
 _RR_FIXED = struct.Struct("!HHIH")
-_DNSSEC_TYPES = frozenset({_RRSIG, _NSEC, _NSEC3, _NSEC3PARAM, _DNSKEY})
+#: The types the signer adds (and refuses in the unsigned zone).
+_DNSSEC_TYPES = frozenset({_RRSIG, _NSEC, _NSEC3, _NSEC3PARAM, _DNSKEY, _CDS, _CDNSKEY})
+#: The apex rrsets the KSKs sign: the DNSKEY set, and CDS/CDNSKEY (RFC 7344 4.1: signed
+#: by a key both the DNSKEY set and the parent's DS set hold).
+_KSK_SIGNED = frozenset({_DNSKEY, _CDS, _CDNSKEY})
 
 
 @dataclass(frozen=True, slots=True)
@@ -392,15 +399,7 @@ def sign_records(
                 )
         owners[labels] = list(rrsets)
     negative_ttl = _negative_ttl(records)
-    dnskeys = [key.dnskey for key in keys if key.in_dnskey]
-    owners[origin].append(
-        RRs(
-            _DNSKEY,
-            dnskey_ttl,
-            tuple(rdata.to_digestable() for rdata in dnskeys),
-            tuple(rdata.to_text() for rdata in dnskeys),
-        )
-    )
+    owners[origin].extend(_apex_key_rrsets(origin, keys, dnskey_ttl))
     names = dict(records.names)
     shape = _shape(records)
     signed_names = list(shape.authoritative)
@@ -418,7 +417,7 @@ def sign_records(
             if delegation and rrs.rdtype not in (_DS, _NSEC):
                 continue
             max_ttl = max(max_ttl, rrs.ttl)
-            todo.extend(_jobs(name, rrs, ksks if rrs.rdtype == _DNSKEY else zsks, window))
+            todo.extend(_jobs(name, rrs, ksks if rrs.rdtype in _KSK_SIGNED else zsks, window))
     if progress is not None:
         progress.start("dnssec", len(todo))
     # The workers build each signing input themselves from the jobs they inherit: the
@@ -458,6 +457,36 @@ def sign_records(
         denial=spec.denial,
         max_ttl=max_ttl,
         rrsets=served,
+    )
+
+
+def _apex_key_rrsets(origin: Labels, keys: Sequence[ZoneKey], ttl: int) -> list[RRs]:
+    """The DNSKEY rrset and, while a KSK rollover runs, the CDS and CDNSKEY rrsets
+    (RFC 7344, RFC 8078): the DS set the parent should hold (``cds_keys``), SHA-256."""
+    dnskeys = [key.dnskey for key in keys if key.in_dnskey]
+    rrsets = [_rrs(_DNSKEY, ttl, dnskeys)]
+    listed = cds_keys(keys)
+    if listed:
+        apex = dns.name.Name(origin)
+        rrsets.append(
+            _rrs(_CDS, ttl, [dns.dnssec.make_cds(apex, key.dnskey, DS_DIGEST) for key in listed])
+        )
+        rrsets.append(_rrs(_CDNSKEY, ttl, [_cdnskey(key.dnskey) for key in listed]))
+    return rrsets
+
+
+def _cdnskey(dnskey: dns.rdtypes.ANY.DNSKEY.DNSKEY) -> dns.rdata.Rdata:
+    """The CDNSKEY of a DNSKEY: the same rdata (RFC 7344 3.2)."""
+    wire = dnskey.to_digestable()
+    return dns.rdata.from_wire(_IN, _CDNSKEY, wire, 0, len(wire))
+
+
+def _rrs(rdtype: int, ttl: int, rdatas: Sequence[dns.rdata.Rdata]) -> RRs:
+    return RRs(
+        rdtype,
+        ttl,
+        tuple(rdata.to_digestable() for rdata in rdatas),
+        tuple(rdata.to_text() for rdata in rdatas),
     )
 
 

@@ -6,9 +6,10 @@ The model only: the files that hold zone keys are :mod:`alter_publish.keys.zones
 from __future__ import annotations
 
 import dataclasses
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 from enum import StrEnum
-from typing import Any
+from typing import Any, TypeVar
 
 import dns.dnssec
 import dns.dnssectypes
@@ -176,3 +177,25 @@ def key_order(key: ZoneKey | ZoneKeyEntry) -> tuple[bool, int, int]:
 def key_file_name(role: ZoneKeyRole, tag: int) -> str:
     """The private key file of a zone key (``ksk-01234.pem``)."""
     return f"{role}-{tag:05d}.pem"
+
+
+_Key = TypeVar("_Key", ZoneKey, ZoneKeyEntry)
+
+#: The states of a KSK that mean a KSK rollover runs (double-DS, RFC 7583 3.3.2).
+_KSK_ROLLING = frozenset(
+    {ZoneKeyState.DS_SUBMITTED, ZoneKeyState.DS_PUBLISHED, ZoneKeyState.RETIRED}
+)
+
+
+def cds_keys(keys: Sequence[_Key]) -> tuple[_Key, ...]:
+    """The KSKs the zone's CDS and CDNSKEY rrsets list (RFC 7344, RFC 8078): while a KSK
+    rollover runs (a KSK ds-submitted, ds-published or retired), every KSK whose DS the
+    parent should hold at that moment (``in_ds``: the zone's DS file); none otherwise.
+
+    A retired KSK is listed until it is removed: RFC 7583 double-DS keeps its DS at the
+    parent for Iret after the DNSKEY change, and a parent polling CDS must not drop it
+    sooner.
+    """
+    if not any(key.role is ZoneKeyRole.KSK and key.state in _KSK_ROLLING for key in keys):
+        return ()
+    return tuple(key for key in keys if key.in_ds)
