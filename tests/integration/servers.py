@@ -1159,7 +1159,7 @@ class Nsd(AuthoritativeServer):
         self,
         workdir: Path,
         zone: str,
-        zone_file: Path,
+        zone_file: Path | None,
         *,
         tsig: TsigKey | None = None,
         host: str = LOOPBACK,
