@@ -563,7 +563,7 @@ def apply(
 class PushReport:
     """A push: the plan applied, the UPDATE messages sent, the proof against the primary;
     then the wait for every name server to serve the primary's serial and, once all do,
-    the proof against each."""
+    the proof against each (but the primary, proven already)."""
 
     plan: Plan
     sent: int
@@ -649,5 +649,6 @@ def push(
     convergence = wait_for_serial(spec, fleet, serial, timeout=wait)
     if not convergence.converged:
         return PushReport(planned, sent, proof, convergence)
-    fleet_proofs = tuple(prove(name_server.address) for name_server in fleet)
+    others = dict.fromkeys(ns.address for ns in fleet if ns.address != server)  # proven
+    fleet_proofs = tuple(prove(address) for address in others)
     return PushReport(planned, sent, proof, convergence, fleet_proofs)
