@@ -351,13 +351,15 @@ class AuthoritativeServer:
         self,
         workdir: Path,
         zone: str,
-        zone_file: Path,
+        zone_file: Path | None,
         *,
         tsig: TsigKey | None = None,
         allow_update: bool = False,
         inline_signing: bool = False,
         host: str = LOOPBACK,
         port: int | None = None,
+        secondary_of: tuple[str, int] | None = None,
+        notify: Sequence[tuple[str, int]] = (),
     ) -> None:
         """Prepare the server; nothing runs or is written until :meth:`start`.
 
@@ -365,9 +367,11 @@ class AuthoritativeServer:
             workdir: directory for the configuration, the zone copy, keys,
                 journals, pid file and logs (created if missing).
             zone: the zone's origin, e.g. ``example.com``.
-            zone_file: the zone in presentation format; copied into ``workdir``.
+            zone_file: the zone in presentation format; copied into ``workdir``
+                (None for a secondary, which starts empty).
             tsig: a key that may transfer the zone (and update it, with
-                ``allow_update``).
+                ``allow_update``); a secondary transfers with it, and NOTIFY
+                messages are signed with it.
             allow_update: accept RFC 2136 updates signed with ``tsig``.
             inline_signing: sign the zone with the server's own key instead of
                 serving ``zone_file``'s signatures.
@@ -375,12 +379,27 @@ class AuthoritativeServer:
                 (any of 127.0.0.0/8 works on Linux without configuring it).
             port: listen on this port only (e.g. 53, which needs root); by
                 default a free port, another one if it is taken meanwhile.
+            secondary_of: be a secondary of the primary at this ``(host, port)``:
+                transfer the zone from it (AXFR, then IXFR) and accept its
+                NOTIFY messages; the server is ready once it serves the zone.
+            notify: send NOTIFY to these ``(host, port)`` secondaries when the
+                zone changes (and to no one else).
 
         Raises:
             ValueError: ``allow_update`` without ``tsig``, a feature this server
-                lacks, or a path that cannot be quoted in a configuration file.
+                lacks, a secondary given a zone file or asked to sign or take
+                updates, or a path that cannot be quoted in a configuration file.
             pytest.skip.Exception: the daemon is not installed.
         """
+        if secondary_of is not None and (
+            zone_file is not None or allow_update or inline_signing or notify
+        ):
+            raise ValueError(
+                "a secondary takes the zone from its primary: no zone file, "
+                "no signing, no updates, no notify"
+            )
+        if secondary_of is None and zone_file is None:
+            raise ValueError("a primary needs a zone file")
         if allow_update and tsig is None:
             raise ValueError("allow_update needs a TSIG key: unsigned updates are never allowed")
         if allow_update and not self.UPDATES:
@@ -393,6 +412,8 @@ class AuthoritativeServer:
         self._origin = dns.name.from_text(zone)
         self.zone = self._origin.to_text(omit_final_dot=True)
         self._source = zone_file
+        self.secondary_of = secondary_of
+        self.notify = tuple(notify)
         self.tsig = tsig
         self.allow_update = allow_update
         self.inline_signing = inline_signing
@@ -516,7 +537,9 @@ class AuthoritativeServer:
         if self._prepared:
             return
         self._workdir.mkdir(parents=True, exist_ok=True)
-        if self.inline_signing:
+        if self._source is None:
+            pass  # a secondary: the zone comes by transfer
+        elif self.inline_signing:
             zone = dns.zone.from_file(str(self._source), origin=self._origin, relativize=False)
             for name, node in list(zone.nodes.items()):
                 for rdataset in list(node.rdatasets):
@@ -940,11 +963,7 @@ class Named(AuthoritativeServer):
             "notify no;",
             "automatic-interface-scan no;",
         ]
-        zone = [
-            "type primary;",
-            f'file "{self.zone_copy}";',
-            f"allow-transfer {{ {self._key_match()} }};",
-        ]
+        zone = self._zone_statements()
         if self.allow_update and self.tsig is not None:
             zone.append(f'update-policy {{ grant "{self.tsig.name}" zonesub ANY; }};')
         if self.inline_signing:
@@ -968,6 +987,27 @@ class Named(AuthoritativeServer):
 
     def _key_match(self) -> str:
         return f'key "{self.tsig.name}";' if self.tsig is not None else "none;"
+
+    def _zone_statements(self) -> list[str]:
+        """A primary's file and transfer ACL (and NOTIFY), or a secondary's primary."""
+        key = f' key "{self.tsig.name}"' if self.tsig is not None else ""
+        if self.secondary_of is not None:
+            host, port = self.secondary_of
+            return [
+                "type secondary;",
+                f'file "{self.zone_copy}";',
+                f"primaries {{ {host} port {port}{key}; }};",
+                f"allow-transfer {{ {self._key_match()} }};",
+            ]
+        zone = [
+            "type primary;",
+            f'file "{self.zone_copy}";',
+            f"allow-transfer {{ {self._key_match()} }};",
+        ]
+        if self.notify:
+            targets = " ".join(f"{host} port {port}{key};" for host, port in self.notify)
+            zone += ["notify explicit;", "notify-delay 0;", f"also-notify {{ {targets} }};"]
+        return zone
 
 
 class Knot(AuthoritativeServer):
@@ -1031,7 +1071,8 @@ class Knot(AuthoritativeServer):
             "    any: info",
             "",
         ]
-        acls: list[str] = []
+        key = [f'    key: "{self.tsig.name}"'] if self.tsig is not None else []
+        acl: list[str] = []
         if self.tsig is not None:
             tsig = self.tsig
             lines += [
@@ -1040,19 +1081,21 @@ class Knot(AuthoritativeServer):
                 f"    algorithm: {tsig.algorithm}",
                 f"    secret: {tsig.secret}",
                 "",
-                "acl:",
-                "  - id: tsig-transfer",
-                f'    key: "{tsig.name}"',
-                "    action: transfer",
             ]
-            acls.append("tsig-transfer")
+            acl += ["  - id: tsig-transfer", *key, "    action: transfer"]
             if self.allow_update:
-                lines += [
-                    "  - id: tsig-update",
-                    f'    key: "{tsig.name}"',
-                    "    action: update",
-                ]
-                acls.append("tsig-update")
+                acl += ["  - id: tsig-update", *key, "    action: update"]
+        if self.secondary_of is not None:
+            address = f"    address: {self.secondary_of[0]}"
+            acl += ["  - id: primary-notify", address, *key, "    action: notify"]
+        acls = [line.removeprefix("  - id: ") for line in acl if line.startswith("  - id: ")]
+        if acl:
+            lines += ["acl:", *acl, ""]
+        remotes = self._knot_remotes()
+        if remotes:
+            lines.append("remote:")
+            for remote_id, (host, port) in remotes.items():
+                lines += [f"  - id: {remote_id}", f"    address: {host}@{port}", *key]
             lines.append("")
         if self.inline_signing:
             lines += [
@@ -1072,7 +1115,15 @@ class Knot(AuthoritativeServer):
         ]
         if acls:
             lines.append(f"    acl: [{', '.join(acls)}]")
-        if self.inline_signing:
+        if self.notify:
+            lines.append(f"    notify: [{', '.join(remotes)}]")
+        if self.secondary_of is not None:
+            lines += [
+                "    master: primary",
+                "    journal-content: changes",
+                "    dnssec-signing: off",
+            ]
+        elif self.inline_signing:
             lines += [
                 "    zonefile-load: difference",
                 "    journal-content: all",
@@ -1086,6 +1137,12 @@ class Knot(AuthoritativeServer):
                 "    dnssec-signing: off",
             ]
         return "\n".join(lines) + "\n"
+
+    def _knot_remotes(self) -> dict[str, tuple[str, int]]:
+        """Remote id -> address: the primary of a secondary, or the secondaries notified."""
+        if self.secondary_of is not None:
+            return {"primary": self.secondary_of}
+        return {f"secondary-{index}": address for index, address in enumerate(self.notify)}
 
 
 class Nsd(AuthoritativeServer):
@@ -1102,19 +1159,30 @@ class Nsd(AuthoritativeServer):
         self,
         workdir: Path,
         zone: str,
-        zone_file: Path,
+        zone_file: Path | None,
         *,
         tsig: TsigKey | None = None,
         host: str = LOOPBACK,
         port: int | None = None,
+        secondary_of: tuple[str, int] | None = None,
+        notify: Sequence[tuple[str, int]] = (),
     ) -> None:
         """Prepare nsd; see :class:`AuthoritativeServer`.
 
         Raises:
-            ValueError: an unquotable path.
+            ValueError: an unquotable path, or a secondary given a zone file.
             pytest.skip.Exception: nsd is not installed.
         """
-        super().__init__(workdir, zone, zone_file, tsig=tsig, host=host, port=port)
+        super().__init__(
+            workdir,
+            zone,
+            zone_file,
+            tsig=tsig,
+            host=host,
+            port=port,
+            secondary_of=secondary_of,
+            notify=notify,
+        )
 
     @property
     def log_file(self) -> Path:
@@ -1173,6 +1241,12 @@ class Nsd(AuthoritativeServer):
                 "",
             ]
             zone.append(f'    provide-xfr: 127.0.0.0/8 "{tsig.name}"')
+        key = f'"{self.tsig.name}"' if self.tsig is not None else "NOKEY"
+        if self.secondary_of is not None:
+            host, port = self.secondary_of
+            zone += [f"    request-xfr: {host}@{port} {key}", f"    allow-notify: {host} {key}"]
+        for host, port in self.notify:
+            zone.append(f"    notify: {host}@{port} {key}")
         lines += ["zone:", *zone]
         return "\n".join(lines) + "\n"
 

@@ -114,6 +114,8 @@ def _push(
         "--now",
         str(ws.now),
         SIMULATED_TIME_FLAG,  # ws.now was read from the clock when the test began
+        "--ns",
+        spec,  # the primary is the zone's only name server here
         *extra,
     )
 
@@ -229,12 +231,13 @@ def test_a_server_that_does_not_sign_needs_allow_insecure(tmp_path: Path) -> Non
     zone_file.write_text(SERVER_ZONE, encoding="utf-8")
     with Named(tmp_path / "server", ZONE, zone_file, tsig=key, allow_update=True) as server:
         spec = server.server_spec
-        refused = ws.run("push", ZONE, "--server", spec, "--tsig-key", str(key_file))
+        only = ("--ns", spec)
+        refused = ws.run("push", ZONE, "--server", spec, "--tsig-key", str(key_file), *only)
         assert refused.returncode == EXIT_USAGE, refused.stdout + refused.stderr
         assert "--allow-insecure" in refused.stderr
         assert _plan(ws, server, key_file)[1]["counts"]["add"] == 5  # nothing was pushed
         pushed = ws.run(
-            "push", ZONE, "--server", spec, "--tsig-key", str(key_file), "--allow-insecure"
+            "push", ZONE, "--server", spec, "--tsig-key", str(key_file), "--allow-insecure", *only
         )
         assert pushed.returncode == EXIT_OK, pushed.stdout + pushed.stderr
         assert "5/5 handles verified" in pushed.stdout

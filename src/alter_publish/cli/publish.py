@@ -25,8 +25,36 @@ from alter_publish.cli.output import emit_json, fail, print_verified, warn
 from alter_publish.definition.model import load_zone
 from alter_publish.definition.workspace import find_definition, workspace_for
 from alter_publish.errors import EXIT_DRIFT, EXIT_VERIFICATION, UsageError
-from alter_publish.publish import export
+from alter_publish.publish import export, fleet
 from alter_publish.publish import push as publishing
+
+NsOption = Annotated[
+    list[str] | None,
+    typer.Option(
+        "--ns",
+        help="HOST:PORT of a name server of the zone (repeat for each); replaces the "
+        "definition's ns (in-zone names at their hosts addresses).",
+    ),
+]
+AllNsOption = Annotated[
+    bool,
+    typer.Option(
+        "--all-ns", help="Also list the SOA serial each name server serves, against the primary's."
+    ),
+]
+ConvergeTimeoutOption = Annotated[
+    float,
+    typer.Option(
+        "--timeout",
+        help="Seconds to wait for every name server to serve the pushed serial "
+        f"(each answer: at most {publishing.DEFAULT_TIMEOUT_SECONDS:g} s).",
+        min=0.1,
+    ),
+]
+
+
+def _name_servers(ns: list[str] | None) -> tuple[tuple[str, int], ...]:
+    return tuple(parse_hostport(text) for text in ns or ())
 
 
 def _print_plan(result: publishing.Plan) -> None:
@@ -54,20 +82,41 @@ def plan(
     out: OutOption = None,
     zones_dir: ZonesDirOption = None,
     timeout: PublishTimeoutOption = publishing.DEFAULT_TIMEOUT_SECONDS,
+    all_ns: AllNsOption = False,
+    ns: NsOption = None,
     as_json: JsonOption = False,
 ) -> None:
-    """List the adds, updates and deletes of alter1 records a push would make (exit 7 if any)."""
+    """List the adds, updates and deletes of alter1 records a push would make, and with
+    --all-ns the serial each name server serves (exit 7 if anything differs or lags)."""
     spec = load_zone(find_definition(zone, zones_dir))
     tsig = publishing.read_tsig_key(tsig_key) if tsig_key else None
     address = parse_hostport(server)
+    explicit = _name_servers(ns)
     out = workspace_for([spec.path]).out(out)
     result = publishing.plan(spec, out=out, server=address, tsig=tsig, timeout=timeout)
+    serials = None
+    if all_ns or explicit:
+        servers = fleet.name_servers(spec, explicit)
+        serials = fleet.compare_serials(spec, address, servers, timeout=timeout)
     if as_json:
-        emit_json(result.to_mapping())
+        mapping = result.to_mapping()
+        if serials is not None:
+            mapping["name_servers"] = serials.to_mapping()
+        emit_json(mapping)
     else:
         _print_plan(result)
+        if serials is not None:
+            _print_serials(serials, result.server)
     if result.pending:
         fail(EXIT_DRIFT, f"{result.zone}: {len(result.changes)} owner name(s) differ; run push")
+    if serials is not None and not serials.converged:
+        fail(EXIT_DRIFT, serials.summary(pushed=False))
+
+
+def _print_serials(serials: fleet.Convergence, primary: str) -> None:
+    typer.echo(f"{serials.zone}: the primary {primary} serves serial {serials.serial}")
+    for served in serials.servers:
+        typer.echo(f"  {served.server.where}: {served.describe(serials.serial)}")
 
 
 PushTsigKeyOption = Annotated[
@@ -106,16 +155,20 @@ def push(
     now: NowOption = None,
     allow_simulated_time: SimulatedTimeOption = False,
     zones_dir: ZonesDirOption = None,
-    timeout: PublishTimeoutOption = publishing.DEFAULT_TIMEOUT_SECONDS,
+    ns: NsOption = None,
+    timeout: ConvergeTimeoutOption = fleet.DEFAULT_CONVERGE_SECONDS,
     as_json: JsonOption = False,
 ) -> None:
-    """Apply the plan by RFC 2136 dynamic update with TSIG, then prove the server's answers."""
+    """Apply the plan by RFC 2136 dynamic update with TSIG and prove the primary's answers;
+    wait until every name server serves the new serial (exit 7 if one does not in time),
+    then prove each one's answers."""
     moment = write_now(now, allow_simulated_time)
     if allow_insecure:
         warn("--allow-insecure: the proof accepts answers without DNSSEC validation")
     definition = find_definition(zone, zones_dir)
     tsig = publishing.read_tsig_key(tsig_key)
     address = parse_hostport(server)
+    explicit = _name_servers(ns)
     outcome = publishing.push(
         definition,
         out=workspace_for([definition]).out(out),
@@ -126,12 +179,17 @@ def push(
         allow_insecure=allow_insecure,
         max_delete=max_delete,
         force=force,
-        timeout=timeout,
+        timeout=min(timeout, publishing.DEFAULT_TIMEOUT_SECONDS),
+        ns=explicit,
+        wait=timeout,
     )
     _print_pushed(outcome, as_json)
-    if not outcome.proof.ok:
-        failed = sum(len(p.failures) for p in outcome.proof.proofs)
+    if not outcome.ok:
+        reports = (outcome.proof, *outcome.fleet_proofs)
+        failed = sum(len(p.failures) for report in reports for p in report.proofs)
         fail(EXIT_VERIFICATION, f"pushed, but the proof failed for {failed} handle(s)")
+    if not outcome.convergence.converged:
+        fail(EXIT_DRIFT, outcome.convergence.summary())
 
 
 def _print_pushed(outcome: publishing.PushReport, as_json: bool) -> None:
@@ -142,13 +200,19 @@ def _print_pushed(outcome: publishing.PushReport, as_json: bool) -> None:
                 "plan": result.to_mapping(),
                 "updates_sent": sent,
                 "proof": report.to_mapping(),
-                "ok": report.ok,
+                "name_servers": outcome.convergence.to_mapping(),
+                "name_server_proofs": [proof.to_mapping() for proof in outcome.fleet_proofs],
+                "ok": outcome.ok and outcome.convergence.converged,
             }
         )
     else:
         _print_plan(result)
         typer.echo(f"{result.zone}: {sent} update message(s) applied; server now matches")
     print_verified(report, as_json)
+    if outcome.convergence.converged and not as_json:
+        typer.echo(outcome.convergence.summary())
+    for proof in outcome.fleet_proofs:
+        print_verified(proof, as_json)
 
 
 FormatOption = Annotated[

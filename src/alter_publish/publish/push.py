@@ -43,6 +43,13 @@ from alter_publish.format.identitylog import log_path_for, read_log
 from alter_publish.keys.lifecycle import LogIndex
 from alter_publish.pipeline import VerifyReport, output_paths, verify
 from alter_publish.publish.export import load_export
+from alter_publish.publish.fleet import (
+    DEFAULT_CONVERGE_SECONDS,
+    Convergence,
+    name_servers,
+    primary_serial,
+    wait_for_serial,
+)
 from alter_publish.verify.resolve import StubResolver
 
 #: The default largest share of our served records a push may delete without --force.
@@ -554,11 +561,20 @@ def apply(
 
 @dataclass(frozen=True, slots=True)
 class PushReport:
-    """A push: the plan applied, the UPDATE messages sent, the proof against the server."""
+    """A push: the plan applied, the UPDATE messages sent, the proof against the primary;
+    then the wait for every name server to serve the primary's serial and, once all do,
+    the proof against each (but the primary, proven already)."""
 
     plan: Plan
     sent: int
     proof: VerifyReport
+    convergence: Convergence
+    fleet_proofs: tuple[VerifyReport, ...] = ()
+
+    @property
+    def ok(self) -> bool:
+        """Every proof passed (the primary's, and each name server's)."""
+        return self.proof.ok and all(report.ok for report in self.fleet_proofs)
 
 
 def push(
@@ -573,18 +589,25 @@ def push(
     max_delete: float = DEFAULT_MAX_DELETE_SHARE,
     force: bool = False,
     timeout: float = DEFAULT_TIMEOUT_SECONDS,
+    ns: Sequence[tuple[str, int]] = (),
+    wait: float = DEFAULT_CONVERGE_SECONDS,
 ) -> PushReport:
-    """Plan, check, apply, confirm the server converged, then prove what it serves.
+    """Plan, check, apply, confirm the server converged, then prove what it serves; wait
+    up to ``wait`` seconds for every name server of the zone (``ns``, else the
+    definition's, see :func:`~alter_publish.publish.fleet.name_servers`) to serve the
+    primary's serial, and prove what each serves once all do.
 
-    The proof validates to ``trust_anchors`` (the zone as the server signs it), or
-    accepts unsigned answers with ``allow_insecure``; exactly one must be given.
+    The proofs validate to ``trust_anchors`` (the zone as the server signs it), or
+    accept unsigned answers with ``allow_insecure``; exactly one must be given.
+    ``timeout`` bounds each answer.
 
     Raises:
         UsageError: neither or both of the two; an unsigned server without
             ``allow_insecure``; a rollback or too many deletions without ``force``.
         RenderError: nothing signed yet, or an output older than the log.
         PublishError: the server refused an update, stopped answering, or still
-            differs after the push.
+            differs after the push; a name server of the zone has no address.
+        ResolveError: a name server that serves the serial gives no usable answer.
     """
     spec = load_zone(definition)
     where = f"{server[0]}:{server[1]}"
@@ -601,6 +624,7 @@ def push(
         )
     planned = plan(spec, out=out, server=server, tsig=tsig, timeout=timeout)
     check_deletes(planned, max_delete, force=force)
+    fleet = name_servers(spec, ns)  # before anything changes: a server without address
     sent = apply(planned, server, tsig, timeout=timeout) if planned.pending else 0
     after = plan(spec, out=out, server=server, tsig=tsig, timeout=timeout)
     if after.pending:
@@ -609,12 +633,22 @@ def push(
             "(does the server accept the updates for this zone?)",
             where=where,
         )
-    proof = verify(
-        [definition],
-        out=out,
-        now=now,
-        trust_anchors=trust_anchors,
-        server=server,
-        allow_insecure=allow_insecure,
-    )
-    return PushReport(planned, sent, proof)
+
+    def prove(at: tuple[str, int]) -> VerifyReport:
+        return verify(
+            [definition],
+            out=out,
+            now=now,
+            trust_anchors=trust_anchors,
+            server=at,
+            allow_insecure=allow_insecure,
+        )
+
+    proof = prove(server)
+    serial = primary_serial(spec, server, timeout=timeout)
+    convergence = wait_for_serial(spec, fleet, serial, timeout=wait)
+    if not convergence.converged:
+        return PushReport(planned, sent, proof, convergence)
+    others = dict.fromkeys(ns.address for ns in fleet if ns.address != server)  # proven
+    fleet_proofs = tuple(prove(address) for address in others)
+    return PushReport(planned, sent, proof, convergence, fleet_proofs)
