@@ -158,6 +158,8 @@ METAVARS: Final = {
     "epoch": "N",
     "server": "HOST:PORT",
     "resolver": "HOST:PORT",
+    "ns": "HOST:PORT",
+    "root_hints": "FILE",
     "address": "ADDRESS",
     "port": "PORT",
     "tcp_max_connections": "N",

@@ -181,7 +181,11 @@ def dnssec_step(
     """Take the running rollover's next step, once RFC 7583's wait is over."""
     moment = write_now(now, allow_simulated_time)
     definition, store = definition_and_keys(zone, zones_dir, keys)
-    if no_parent_check and ds_published:
+    if no_parent_check and not ds_published:
+        raise UsageError(
+            "--no-parent-check is for --ds-published (the only step that asks the parent)"
+        )
+    if no_parent_check:
         warn("WARNING: --no-parent-check: no parent name server was asked for the new DS")
     result = pipeline.dnssec_step(
         definition,

@@ -25,6 +25,7 @@ from alter_publish.definition.workspace import workspace_for
 from alter_publish.dns.anchors import read_trust_anchors
 from alter_publish.dns.hints import default_root_anchors
 from alter_publish.errors import EXIT_DRIFT, EXIT_OK
+from alter_publish.verify.world import WORLD_TIMEOUT_SECONDS
 
 ResolverOption = Annotated[
     list[str] | None,
@@ -40,6 +41,14 @@ def check(
     resolver: ResolverOption = None,
     trust_anchor: TrustAnchorOption = None,
     root_hints: RootHintsOption = None,
+    timeout: Annotated[
+        float,
+        typer.Option(
+            "--timeout",
+            min=0.1,
+            help="Seconds to wait for each try of each question (two tries over UDP).",
+        ),
+    ] = WORLD_TIMEOUT_SECONDS,
     out: OutOption = None,
     keys: KeysOption = None,
     now: NowOption = None,
@@ -55,6 +64,7 @@ def check(
         hints=root_hints_from(root_hints),
         anchors=read_trust_anchors(trust_anchor) if trust_anchor else default_root_anchors(),
         resolvers=[parse_hostport(text) for text in resolver or []],
+        timeout=timeout,
     )
     if as_json:
         emit_json(report.to_mapping())

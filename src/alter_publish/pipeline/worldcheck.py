@@ -26,6 +26,7 @@ from alter_publish.pipeline.paths import current_outputs, ds_path, output_paths
 from alter_publish.pipeline.verification import expectations_for
 from alter_publish.verify.delegation import check_parent
 from alter_publish.verify.world import (
+    WORLD_TIMEOUT_SECONDS,
     Expected,
     Finding,
     Located,
@@ -88,11 +89,13 @@ def check_world(
     anchors: tuple[TrustAnchor, ...],
     resolvers: Sequence[tuple[str, int]] = (),
     port: int = 53,
+    timeout: float = WORLD_TIMEOUT_SECONDS,
 ) -> WorldReport:
     """Check the zone of ``definition`` as the world sees it (see the module): its servers
     found from the root ``hints``, its chain of trust walked from ``anchors``.
 
-    ``port`` is where name servers are asked (53).
+    ``port`` is where name servers are asked (53); ``timeout`` bounds each try of each
+    question.
 
     Raises:
         DefinitionError: the definition is wrong.
@@ -102,12 +105,14 @@ def check_world(
     """
     spec = load_zone(definition)
     expected = _expected(spec, out, keys)
-    prober = Prober(port=port)
+    prober = Prober(port=port, timeout=timeout)
     located = locate(spec.origin, spec.ns, expected.glue, hints, prober)
     signed = spec.dnssec.enabled
     chain = check_chain(spec.origin, anchors, hints, prober, now=now) if signed else []
     servers = check_servers(spec, located, expected, prober, now=now)
-    through = check_resolvers(spec, resolvers, expected, now=now, anchors=anchors, hints=hints)
+    through = check_resolvers(
+        spec, resolvers, expected, now=now, anchors=anchors, hints=hints, timeout=timeout
+    )
     if any(finding.code == "serial-behind" for finding in servers):
         through = [_stale(finding) for finding in through]
     findings = [

@@ -75,6 +75,7 @@ CODES: Mapping[str, str] = {
     "records-differ": "error",
     "signatures-expiring": "warning",
     "signatures-expired": "error",
+    "cds-mismatch": "error",
     "resolver-servfail": "error",
     "resolver-stale": "converging",
     "resolver-insecure": "error",
@@ -405,6 +406,7 @@ def _check_address(
                 where,
             ),
         ]
+    findings += _cds_findings(apex, address, expected, prober, where=where)
     try:
         proof = prove_served(
             (address, prober.port),
@@ -412,7 +414,7 @@ def _check_address(
             expected.expectations,
             now=now,
             anchors=expected.anchors,
-            timeout=WORLD_TIMEOUT_SECONDS,
+            timeout=prober.timeout,
         )
     except AlterError as exc:
         return [*findings, Finding("unreachable", str(exc), where)]
@@ -424,6 +426,34 @@ def _check_address(
                 )
             )
     return findings
+
+
+def _cds_findings(
+    apex: dns.name.Name, address: str, expected: Expected, prober: Prober, *, where: str
+) -> list[Finding]:
+    """A CDS set (published during a KSK rollover, RFC 7344) must be the DS set ``sign``
+    wrote: a parent that polls it would otherwise install something else."""
+    try:
+        reply = prober.ask(address, apex, dns.rdatatype.CDS)
+    except ResolveError:
+        return []
+    rrset = answer_of(reply, apex, dns.rdatatype.CDS)
+    if rrset is None:
+        return []
+    served = {
+        f"{rdata.key_tag} {rdata.algorithm} {rdata.digest_type} {rdata.digest.hex().upper()}"
+        for rdata in rrset
+    }
+    if served == set(expected.ds):
+        return []
+    return [
+        Finding(
+            "cds-mismatch",
+            f"serves CDS {' / '.join(sorted(served))}; sign wrote the DS set "
+            f"{' / '.join(sorted(expected.ds))}",
+            where,
+        )
+    ]
 
 
 def _signature_findings(
@@ -465,6 +495,7 @@ def check_resolvers(
     now: int,
     anchors: tuple[TrustAnchor, ...],
     hints: RootHints,
+    timeout: float = WORLD_TIMEOUT_SECONDS,
 ) -> list[Finding]:
     """Through each recursive resolver: the zone's SOA answered, and (signed) validated
     (AD set; a SERVFAIL names the Extended DNS Error when the resolver gives one); then
@@ -477,7 +508,7 @@ def check_resolvers(
         where = f"resolver {host}:{port}"
         try:
             reply = ask_server(
-                (host, port), apex, dns.rdatatype.SOA, timeout=WORLD_TIMEOUT_SECONDS, recursion=True
+                (host, port), apex, dns.rdatatype.SOA, timeout=timeout, recursion=True
             )
         except ResolveError as exc:
             findings.append(Finding("resolver-unreachable", exc.what, where))
@@ -488,9 +519,8 @@ def check_resolvers(
                 for option in reply.extended_errors()
             )
             cause = f" ({errors})" if errors else ""
-            findings.append(
-                Finding("resolver-servfail", f"SERVFAIL{cause}: validation fails (bogus)", where)
-            )
+            verdict = ": validation fails (bogus)" if signed else ""
+            findings.append(Finding("resolver-servfail", f"SERVFAIL{cause}{verdict}", where))
             continue
         if signed and not reply.flags & dns.flags.AD:
             findings.append(
