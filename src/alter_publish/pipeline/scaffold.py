@@ -91,7 +91,10 @@ envelopes:
 
 dnssec:                       # Ed25519 (algorithm 15); hand <out>/{zone}.ds to your registrar
   enabled: true
-  denial: nsec                # nsec, or nsec3 (RFC 9276: iterations 0, no salt)
+  denial: nsec3               # nsec3 hides handle names; nsec lets anyone list them
+  nsec3:                      # RFC 9276: no extra iterations, no salt
+    iterations: 0
+    salt: "-"
   signature_validity: 14d     # RRSIG expiration = signing time + this
   refresh: 5d                 # re-sign when signatures are this close to expiring
 
