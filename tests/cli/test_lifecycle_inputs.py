@@ -562,3 +562,11 @@ def test_an_unvalidated_answer_never_plants_a_pin(workspace: Workspace) -> None:
     assert (shown["ok"], shown["dnssec"]) == (True, "insecure")
     assert shown["pin"] == "not updated (answer not DNSSEC-validated)"
     assert not (workspace.root / PINS_FILE).exists()
+
+
+def test_no_parent_check_is_only_for_ds_published(workspace: Workspace) -> None:
+    """--no-parent-check skips the one step that asks the parent; given alone it would
+    silently do nothing, so it is refused."""
+    result = workspace.run("dnssec", "step", ZONE, "--no-parent-check", *simulated(NOW))
+    line = assert_one_error_line(result, EXIT_USAGE)
+    assert "--no-parent-check is for --ds-published" in line

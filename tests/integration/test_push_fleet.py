@@ -130,7 +130,7 @@ def test_push_with_a_secondary_stopped_exits_7_naming_it(fleet: Fleet) -> None:
         *fleet.ns_args(fleet.primary, fleet.nsd),
         "--ns",
         stopped,
-        "--timeout",
+        "--wait",
         str(SHORT_WAIT_SECONDS),
     )
     elapsed = time.monotonic() - start
@@ -162,7 +162,7 @@ def test_plan_all_ns_shows_each_serial_and_who_lags(fleet: Fleet) -> None:
         mapping = json.loads(synced.stdout)["name_servers"]
         assert [s["serial"] for s in mapping["servers"]] == [old] * 4
         assert not any(s["lags"] for s in mapping["servers"])
-        pushed = fleet.push(*fleet.ns_args(*everyone), "--timeout", "1")
+        pushed = fleet.push(*fleet.ns_args(*everyone), "--wait", "1")
         assert pushed.returncode == EXIT_DRIFT, pushed.stdout + pushed.stderr
         serial = fleet.primary.soa_serial()
         assert f"{quiet.server_spec} still serves serial {old}, pushed {serial}" in pushed.stderr
@@ -175,3 +175,14 @@ def test_plan_all_ns_shows_each_serial_and_who_lags(fleet: Fleet) -> None:
         assert plan.stderr.strip().endswith(
             f"{ZONE}: {quiet.server_spec} still serves serial {old}, the primary serves {serial}"
         )
+
+
+def test_push_with_no_wait_proves_the_primary_only(fleet: Fleet) -> None:
+    """``--wait 0``: a push host that cannot reach the secondaries (or has no IPv6 for
+    them) proves the primary and does not wait."""
+    stopped = fleet.knot.server_spec
+    fleet.knot.stop()
+    pushed = fleet.push(*fleet.ns_args(fleet.primary, fleet.nsd), "--ns", stopped, "--wait", "0")
+    assert pushed.returncode == 0, pushed.stdout + pushed.stderr
+    assert "5/5 handles verified on " + fleet.primary.server_spec in pushed.stdout
+    assert stopped not in pushed.stdout

@@ -166,6 +166,7 @@ METAVARS: Final = {
     "tcp_io_timeout": "MS",
     "tcp_idle_timeout": "SECONDS",
     "timeout": "SECONDS",
+    "wait": "SECONDS",
     "ttl": "SECONDS",
     "max_delete": "SHARE",
     "fmt": "FORMAT",

@@ -42,13 +42,13 @@ AllNsOption = Annotated[
         "--all-ns", help="Also list the SOA serial each name server serves, against the primary's."
     ),
 ]
-ConvergeTimeoutOption = Annotated[
+WaitOption = Annotated[
     float,
     typer.Option(
-        "--timeout",
-        help="Seconds to wait for every name server to serve the pushed serial "
-        f"(each answer: at most {publishing.DEFAULT_TIMEOUT_SECONDS:g} s).",
-        min=0.1,
+        "--wait",
+        help="Seconds to wait for every name server to serve the pushed serial, then "
+        "prove each (0: do not wait; only the primary is proven).",
+        min=0,
     ),
 ]
 
@@ -156,7 +156,8 @@ def push(
     allow_simulated_time: SimulatedTimeOption = False,
     zones_dir: ZonesDirOption = None,
     ns: NsOption = None,
-    timeout: ConvergeTimeoutOption = fleet.DEFAULT_CONVERGE_SECONDS,
+    timeout: PublishTimeoutOption = publishing.DEFAULT_TIMEOUT_SECONDS,
+    wait: WaitOption = fleet.DEFAULT_CONVERGE_SECONDS,
     as_json: JsonOption = False,
 ) -> None:
     """Apply the plan by RFC 2136 dynamic update with TSIG and prove the primary's answers;
@@ -179,9 +180,9 @@ def push(
         allow_insecure=allow_insecure,
         max_delete=max_delete,
         force=force,
-        timeout=min(timeout, publishing.DEFAULT_TIMEOUT_SECONDS),
+        timeout=timeout,
         ns=explicit,
-        wait=timeout,
+        wait=wait,
     )
     _print_pushed(outcome, as_json)
     if not outcome.ok:

@@ -108,9 +108,10 @@ def _addresses(name: str) -> tuple[str, ...]:
 
 
 def behind(served: int, wanted: int) -> bool:
-    """Whether serial ``served`` is older than ``wanted`` (RFC 1982 serial arithmetic)."""
+    """Whether serial ``served`` is older than ``wanted`` (RFC 1982 serial arithmetic; a
+    gap of exactly 2^31, which RFC 1982 leaves undefined, counts as behind)."""
     gap = (wanted - served) % _SERIAL_SPACE
-    return 0 < gap < _SERIAL_HALF
+    return 0 < gap <= _SERIAL_HALF
 
 
 @dataclass(frozen=True, slots=True)

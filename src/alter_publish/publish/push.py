@@ -624,7 +624,8 @@ def push(
         )
     planned = plan(spec, out=out, server=server, tsig=tsig, timeout=timeout)
     check_deletes(planned, max_delete, force=force)
-    fleet = name_servers(spec, ns)  # before anything changes: a server without address
+    # Settled before anything changes (a server without address stops here); no wait: none.
+    fleet = name_servers(spec, ns) if wait > 0 else ()
     sent = apply(planned, server, tsig, timeout=timeout) if planned.pending else 0
     after = plan(spec, out=out, server=server, tsig=tsig, timeout=timeout)
     if after.pending:
@@ -646,6 +647,8 @@ def push(
 
     proof = prove(server)
     serial = primary_serial(spec, server, timeout=timeout)
+    if not proof.ok:  # the primary is wrong: waiting for copies of it proves nothing
+        fleet = ()
     convergence = wait_for_serial(spec, fleet, serial, timeout=wait)
     if not convergence.converged:
         return PushReport(planned, sent, proof, convergence)

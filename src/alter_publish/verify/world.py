@@ -533,7 +533,14 @@ def check_resolvers(
             )
             continue
         findings += _resolved_records(
-            spec, (host, port), expected, now=now, anchors=anchors, hints=hints, where=where
+            spec,
+            (host, port),
+            expected,
+            now=now,
+            anchors=anchors,
+            hints=hints,
+            where=where,
+            timeout=timeout,
         )
     return findings
 
@@ -547,6 +554,7 @@ def _resolved_records(
     anchors: tuple[TrustAnchor, ...],
     hints: RootHints,
     where: str,
+    timeout: float,
 ) -> list[Finding]:
     """Every handle through ``resolver``, validated from the anchor down."""
     try:
@@ -557,7 +565,7 @@ def _resolved_records(
             now=now,
             anchors=anchors,
             root_hints=hints,
-            timeout=WORLD_TIMEOUT_SECONDS,
+            timeout=timeout,
         )
     except AlterError as exc:
         return [Finding("resolver-unreachable", str(exc), where)]
