@@ -146,7 +146,7 @@ def test_sign_sweeps_temp_files_left_in_the_key_store(workspace: Workspace) -> N
         keys / ".gitignore.abcd1234.tmp",  # would replace "gitignore", not ours
     ]
     for path in (*ours, *theirs):
-        path.write_bytes(b"-----BEGIN PRIVATE KEY-----\n")
+        path.write_bytes(b"half-written private key bytes\n")  # as a killed write leaves
         path.chmod(0o600)
     _ok(workspace.run("sign", *simulated()))
     assert [path for path in ours if path.exists()] == []
