@@ -52,6 +52,9 @@ ADDRESS_LOOKUP_DEPTH_MAX: Final = 3
 REFERRALS_MAX: Final = 16
 _USABLE: Final = frozenset({dns.rcode.NOERROR, dns.rcode.NXDOMAIN})
 _ADDRESS_TYPES: Final = (dns.rdatatype.A, dns.rdatatype.AAAA)
+#: What the chain asks a zone's own servers for: only an authoritative answer (AA) is
+#: the zone's data (other questions may rightly be answered by a referral).
+_ZONE_DATA: Final = frozenset({dns.rdatatype.DS, dns.rdatatype.DNSKEY})
 
 
 def ask_server(
@@ -213,6 +216,10 @@ class IterativeAsker:
                 _usable(response, server, where)
             except ResolveError as exc:
                 errors.append(exc.what)
+                continue
+            if qtype in _ZONE_DATA and not response.flags & dns.flags.AA:
+                # A lame server (or an upward referral): not the zone's data; the next.
+                errors.append(f"{address}:{self.port} is not authoritative for {zone}")
                 continue
             return response
         raise ResolveError(f"no server of {zone} answered: {'; '.join(errors)}", where=where)

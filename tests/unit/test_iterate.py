@@ -1,0 +1,72 @@
+"""Iterative resolution asks a zone's servers in turn: a lame one (NOERROR without AA)
+must not stand in for the zone's keys."""
+
+from __future__ import annotations
+
+import contextlib
+import socket
+import threading
+from collections.abc import Iterator
+
+import dns.flags
+import dns.message
+import dns.name
+import dns.rdatatype
+import dns.rrset
+import pytest
+
+from alter_publish.dns.hints import RootHints
+from alter_publish.dns.iterate import IterativeAsker
+
+ROOT = dns.name.root
+DNSKEY_TEXT = "257 3 15 l02Woi0iS8Aa25FQkUd9RMzZHJpBoRQwAQEX1SxZJA4="
+
+
+@contextlib.contextmanager
+def _serve(address: str, port: int, *, authoritative: bool) -> Iterator[None]:
+    """A real UDP server on loopback answering every question (AA set or not)."""
+    sock = socket.socket(socket.AF_INET, socket.SOCK_DGRAM)
+    sock.bind((address, port))
+    sock.settimeout(0.1)
+    stop = threading.Event()
+
+    def loop() -> None:
+        while not stop.is_set():
+            try:
+                data, peer = sock.recvfrom(4096)
+            except TimeoutError:
+                continue
+            query = dns.message.from_wire(data)
+            reply = dns.message.make_response(query)
+            if authoritative:
+                reply.flags |= dns.flags.AA
+                reply.answer.append(dns.rrset.from_text(ROOT, 3600, "IN", "DNSKEY", DNSKEY_TEXT))
+            sock.sendto(reply.to_wire(), peer)
+
+    thread = threading.Thread(target=loop, daemon=True)
+    thread.start()
+    try:
+        yield
+    finally:
+        stop.set()
+        thread.join()
+        sock.close()
+
+
+@pytest.fixture
+def port() -> int:
+    with socket.socket(socket.AF_INET, socket.SOCK_DGRAM) as probe:
+        probe.bind(("127.0.0.1", 0))
+        return int(probe.getsockname()[1])
+
+
+def test_a_lame_server_is_passed_over_for_the_zone_keys(port: int) -> None:
+    with (
+        _serve("127.0.0.1", port, authoritative=False),
+        _serve("127.0.0.2", port, authoritative=True),
+    ):
+        hints = RootHints(((dns.name.from_text("a.root."), ("127.0.0.1", "127.0.0.2")),))
+        asker = IterativeAsker(hints, 1.0, port)
+        response = asker.ask(ROOT, ROOT, dns.rdatatype.DNSKEY)
+    assert response.flags & dns.flags.AA
+    assert response.answer
