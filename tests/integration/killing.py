@@ -42,16 +42,15 @@ def definition(handles: int, lifetime_days: int) -> str:
     return "\n".join(lines) + "\n"
 
 
-def cli(root: Path, *args: str) -> list[str]:
-    """The command line of ``alter-publish ARGS`` (run with ``cwd=root``)."""
-    del root
+def cli(*args: str) -> list[str]:
+    """The command line of ``alter-publish ARGS`` (run it with the workspace as cwd)."""
     return [sys.executable, "-c", _RUN_CLI, *args]
 
 
 def run(root: Path, *args: str, timeout: float = 600) -> subprocess.CompletedProcess[str]:
     """Run ``alter-publish ARGS`` in ``root`` to the end."""
     return subprocess.run(
-        cli(root, *args), cwd=root, capture_output=True, text=True, timeout=timeout, check=False
+        cli(*args), cwd=root, capture_output=True, text=True, timeout=timeout, check=False
     )
 
 
@@ -120,7 +119,7 @@ def sign_killed_at(root: Path, moment: int, lifetime_days: int) -> Kill:
     ``moment``-th write event is seen (0: never; it runs to the end)."""
     (root / "zones" / f"{ZONE}.yaml").write_text(definition_for(root, lifetime_days))
     process = subprocess.Popen(
-        cli(root, "sign", *SIMULATED),
+        cli("sign", *SIMULATED),
         cwd=root,
         stdout=subprocess.DEVNULL,
         stderr=subprocess.DEVNULL,

@@ -113,12 +113,21 @@ def read_trust_anchors(path: Path, where: Path | None = None) -> tuple[TrustAnch
     Raises:
         UsageError: the file is missing, unreadable, not UTF-8 or not valid.
     """
-    try:
-        text = path.read_text(encoding="utf-8")
-    except (OSError, UnicodeDecodeError) as exc:
-        what = exc.strerror if isinstance(exc, OSError) and exc.strerror else str(exc)
-        raise UsageError(f"cannot read trust anchors: {what}", where=str(where or path)) from exc
+    text = read_utf8(path, "trust anchors", where=str(where or path))
     return parse_trust_anchors(text, where=str(where or path))
+
+
+def read_utf8(path: Path, what: str, *, where: str) -> str:
+    """A small input file the user named (trust anchors, root hints), as text.
+
+    Raises:
+        UsageError: it is missing, unreadable or not UTF-8 (``cannot read WHAT: why``).
+    """
+    try:
+        return path.read_text(encoding="utf-8")
+    except (OSError, UnicodeDecodeError) as exc:
+        why = exc.strerror if isinstance(exc, OSError) and exc.strerror else str(exc)
+        raise UsageError(f"cannot read {what}: {why}", where=where) from exc
 
 
 def anchor_for(anchors: Sequence[TrustAnchor], name: dns.name.Name) -> TrustAnchor | None:

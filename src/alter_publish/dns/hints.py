@@ -18,7 +18,7 @@ import dns.name
 import dns.rdatatype
 import dns.zonefile
 
-from alter_publish.dns.anchors import TrustAnchor, parse_trust_anchors
+from alter_publish.dns.anchors import TrustAnchor, parse_trust_anchors, read_utf8
 from alter_publish.errors import UsageError
 
 __all__ = [
@@ -87,11 +87,7 @@ def read_root_hints(path: Path) -> RootHints:
     Raises:
         UsageError: the file is missing, unreadable, not UTF-8 or not valid.
     """
-    try:
-        text = path.read_text(encoding="utf-8")
-    except (OSError, UnicodeDecodeError) as exc:
-        what = exc.strerror if isinstance(exc, OSError) and exc.strerror else str(exc)
-        raise UsageError(f"cannot read root hints: {what}", where=str(path)) from exc
+    text = read_utf8(path, "root hints", where=str(path))
     return parse_root_hints(text, where=str(path))
 
 

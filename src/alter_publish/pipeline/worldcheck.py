@@ -36,6 +36,7 @@ from alter_publish.verify.world import (
     check_resolvers,
     check_servers,
     denial_findings,
+    ds_text,
     locate,
 )
 
@@ -150,11 +151,7 @@ def _expected(spec: ZoneSpec, out: Path, keys: KeyStore) -> Expected:
     anchors: tuple[TrustAnchor, ...] = ()
     if spec.dnssec.enabled:
         anchors = read_trust_anchors(ds_file, where=ds_path(out, spec.origin))
-    ds = frozenset(
-        f"{rdata.key_tag} {rdata.algorithm} {rdata.digest_type} {rdata.digest.hex().upper()}"
-        for anchor in anchors
-        for rdata in anchor.ds
-    )
+    ds = frozenset(ds_text(rdata) for anchor in anchors for rdata in anchor.ds)
     ksk_entries = [
         entry
         for entry in (keys.zones.entries(spec.origin, removed=True) if spec.dnssec.enabled else ())

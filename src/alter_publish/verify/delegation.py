@@ -22,6 +22,7 @@ from alter_publish.verify.world import (
     Prober,
     SkippedError,
     answer_of,
+    ds_text,
 )
 
 
@@ -59,7 +60,7 @@ def _ds_findings(
     if not signed:
         if not served:
             return []
-        texts = ", ".join(_ds_text(ds) for ds in served)
+        texts = ", ".join(ds_text(ds) for ds in served)
         return [
             Finding(
                 "ds-unsigned-zone",
@@ -101,7 +102,7 @@ def _other_ds(
     apex: dns.name.Name, ds: DS, expected: Expected, *, current: bool, where: str
 ) -> Finding:
     """The finding for a served DS that matches no KSK the parent should vouch for."""
-    text = _ds_text(ds)
+    text = ds_text(ds)
     if _matches(apex, expected.retired, ds):
         if current:
             return Finding("ds-stale", f"still serves DS {text} of a retired KSK", where)
@@ -118,10 +119,6 @@ def _other_ds(
 
 def _matches(apex: dns.name.Name, keys: Sequence[DNSKEY], ds: DS) -> bool:
     return any(_ds_of(apex, key, ds) for key in keys)
-
-
-def _ds_text(rdata: DS) -> str:
-    return f"{rdata.key_tag} {rdata.algorithm} {rdata.digest_type} {rdata.digest.hex().upper()}"
 
 
 def _delegation_findings(

@@ -32,6 +32,7 @@ import dns.rdataclass
 import dns.rdatatype
 import dns.rrset
 from dns.rdtypes.ANY.DNSKEY import DNSKEY
+from dns.rdtypes.dsbase import DSBase
 
 from alter_publish.definition.model import ZoneSpec
 from alter_publish.dns.anchors import TrustAnchor
@@ -48,7 +49,7 @@ from alter_publish.dns.iterate import (
 )
 from alter_publish.dns.validation import DNSSECStatus
 from alter_publish.errors import AlterError, ResolveError
-from alter_publish.verify.proof import Expectation, prove_served
+from alter_publish.verify.proof import Expectation, ProofReport, prove_served
 
 #: How long one try of a question to one server may take (two tries over UDP).
 WORLD_TIMEOUT_SECONDS = 2.0
@@ -114,6 +115,21 @@ class Finding:
         """One line: ``zone: severity code at server: message``."""
         at = f" at {self.server}" if self.server else ""
         return f"{zone}: {self.severity} {self.code}{at}: {self.message}"
+
+
+def ds_text(rdata: DSBase) -> str:
+    """A DS (or CDS) rdata as the checks compare and print it:
+    ``key_tag algorithm digest_type DIGEST`` (hex digest in capitals)."""
+    return f"{rdata.key_tag} {rdata.algorithm} {rdata.digest_type} {rdata.digest.hex().upper()}"
+
+
+def proof_findings(proof: ProofReport, where: str) -> list[Finding]:
+    """``records-differ`` for each handle a proof at ``where`` did not verify."""
+    return [
+        Finding("records-differ", f"{result.handle}: {result.category}: {result.detail}", where)
+        for result in proof.results
+        if not result.ok
+    ]
 
 
 @dataclass(frozen=True, slots=True)
@@ -418,14 +434,7 @@ def _check_address(
         )
     except AlterError as exc:
         return [*findings, Finding("unreachable", str(exc), where)]
-    for result in proof.results:
-        if not result.ok:
-            findings.append(
-                Finding(
-                    "records-differ", f"{result.handle}: {result.category}: {result.detail}", where
-                )
-            )
-    return findings
+    return [*findings, *proof_findings(proof, where)]
 
 
 def _cds_findings(
@@ -440,10 +449,7 @@ def _cds_findings(
     rrset = answer_of(reply, apex, dns.rdatatype.CDS)
     if rrset is None:
         return []
-    served = {
-        f"{rdata.key_tag} {rdata.algorithm} {rdata.digest_type} {rdata.digest.hex().upper()}"
-        for rdata in rrset
-    }
+    served = {ds_text(rdata) for rdata in rrset}
     if served == set(expected.ds):
         return []
     return [
@@ -514,10 +520,7 @@ def check_resolvers(
             findings.append(Finding("resolver-unreachable", exc.what, where))
             continue
         if reply.rcode() == dns.rcode.SERVFAIL:
-            errors = "; ".join(
-                f"EDE {option.code}{': ' + option.text if option.text else ''}"
-                for option in reply.extended_errors()
-            )
+            errors = "; ".join(option.to_text() for option in reply.extended_errors())
             cause = f" ({errors})" if errors else ""
             verdict = ": validation fails (bogus)" if signed else ""
             findings.append(Finding("resolver-servfail", f"SERVFAIL{cause}{verdict}", where))
@@ -569,11 +572,7 @@ def _resolved_records(
         )
     except AlterError as exc:
         return [Finding("resolver-unreachable", str(exc), where)]
-    return [
-        Finding("records-differ", f"{result.handle}: {result.category}: {result.detail}", where)
-        for result in proof.results
-        if not result.ok
-    ]
+    return proof_findings(proof, where)
 
 
 def denial_findings(spec: ZoneSpec) -> list[Finding]:
