@@ -239,14 +239,18 @@ def test_pipelined_queries_are_all_answered(server: ZoneServer) -> None:
 
 def test_a_client_that_never_reads_its_replies_is_dropped() -> None:
     limits = TcpLimits(io_timeout_seconds=0.3)
+    # Dropped about 1 s in when the machine is idle; under a loaded CI machine the
+    # server's loop can wake late, so the bound is generous (the old server never dropped
+    # it at all: this still fails there, with a timeout).
+    within = 4 * TIMEOUT_SECONDS
     with ZoneServer([make_zone()], tcp_limits=limits) as server:
-        with socket.create_connection(server.address, timeout=TIMEOUT_SECONDS) as sock:
+        with socket.create_connection(server.address, timeout=within) as sock:
             sock.setsockopt(socket.SOL_SOCKET, socket.SO_RCVBUF, 4096)
             burst = query_wire() * 500
             started = time.monotonic()
             with pytest.raises((ConnectionResetError, BrokenPipeError)):
-                send_until(sock, burst, started + 2 * TIMEOUT_SECONDS)  # replies pile up unread
-            assert time.monotonic() - started < TIMEOUT_SECONDS
+                send_until(sock, burst, started + 2 * within)  # replies pile up unread
+            assert time.monotonic() - started < within
         assert ask_tcp(server).answer
 
 
