@@ -11,6 +11,7 @@ import socket
 import struct
 import subprocess
 import sys
+import threading
 import time
 from collections.abc import Iterator
 from pathlib import Path
@@ -18,10 +19,12 @@ from pathlib import Path
 import dns.message
 import dns.query
 import dns.rcode
+import dns.rrset
 import dns.zone
 import pytest
 
 from alter_publish.dns.server import TcpLimits, ZoneServer
+from alter_publish.dns.tcpservice import TcpService
 from alter_publish.errors import ServeError
 from tests.integration.slowclients import (
     PROBE_NAME,
@@ -237,21 +240,76 @@ def test_pipelined_queries_are_all_answered(server: ZoneServer) -> None:
             assert reply.answer
 
 
+class CountingService:
+    """A :class:`TcpService` on a loopback listener whose answerer counts the queries."""
+
+    def __init__(self, limits: TcpLimits) -> None:
+        self.answered = 0
+        self._listener = socket.create_server(("127.0.0.1", 0), backlog=128)
+        self.address: tuple[str, int] = self._listener.getsockname()[:2]
+        self._service = TcpService(self._listener, self._respond, limits)
+        self._thread = threading.Thread(target=self._service.run, daemon=True)
+
+    def _respond(self, wire: bytes, _limit: int | None) -> bytes:
+        self.answered += 1
+        query = dns.message.from_wire(wire)
+        reply = dns.message.make_response(query)
+        reply.answer.append(dns.rrset.from_text(PROBE_NAME, 300, "IN", "A", "192.0.2.1"))
+        return reply.to_wire()
+
+    def __enter__(self) -> CountingService:
+        self._thread.start()
+        return self
+
+    def __exit__(self, *_: object) -> None:
+        self._service.wake()
+        self._thread.join(5)
+        self._listener.close()
+
+
 def test_a_client_that_never_reads_its_replies_is_dropped() -> None:
     limits = TcpLimits(io_timeout_seconds=0.3)
-    # Dropped about 1 s in when the machine is idle; under a loaded CI machine the
-    # server's loop can wake late, so the bound is generous (the old server never dropped
-    # it at all: this still fails there, with a timeout).
-    within = 4 * TIMEOUT_SECONDS
     with ZoneServer([make_zone()], tcp_limits=limits) as server:
-        with socket.create_connection(server.address, timeout=within) as sock:
+        with socket.create_connection(server.address, timeout=TIMEOUT_SECONDS) as sock:
             sock.setsockopt(socket.SOL_SOCKET, socket.SO_RCVBUF, 4096)
             burst = query_wire() * 500
             started = time.monotonic()
             with pytest.raises((ConnectionResetError, BrokenPipeError)):
-                send_until(sock, burst, started + 2 * within)  # replies pile up unread
-            assert time.monotonic() - started < within
+                send_until(sock, burst, started + 2 * TIMEOUT_SECONDS)  # replies pile up unread
+            assert time.monotonic() - started < TIMEOUT_SECONDS
         assert ask_tcp(server).answer
+
+
+def test_a_client_that_never_reads_costs_a_bounded_number_of_answers() -> None:
+    # Each connection's send buffer is capped at 64 KiB (128 KiB as Linux doubles it):
+    # about 2,500 replies of 51 octets stall it. With an autotuned buffer (up to 4 MiB,
+    # net.ipv4.tcp_wmem) the old server answered tens of thousands first.
+    with CountingService(TcpLimits(io_timeout_seconds=0.3)) as service:
+        with socket.create_connection(service.address, timeout=TIMEOUT_SECONDS) as sock:
+            sock.setsockopt(socket.SOL_SOCKET, socket.SO_RCVBUF, 4096)
+            burst = query_wire() * 500
+            with pytest.raises((ConnectionResetError, BrokenPipeError)):
+                send_until(sock, burst, time.monotonic() + 4 * TIMEOUT_SECONDS)
+        assert 0 < service.answered < 10_000, service.answered
+
+
+def test_a_new_connection_has_the_idle_floor_to_send_its_query_in_a_full_house() -> None:
+    # Two slots, both taken; a client connects and takes 50 ms to send its query while
+    # others keep arriving. The old server evicted it, unanswered, once two later
+    # arrivals had taken the other slots; now the later ones wait in the listen queue.
+    with CountingService(TcpLimits(max_connections=2, idle_timeout_seconds=30.0)) as service:
+        held = [socket.create_connection(service.address) for _ in range(2)]
+        time.sleep(0.05)
+        late = socket.create_connection(service.address, timeout=TIMEOUT_SECONDS)
+        crowd = [socket.create_connection(service.address) for _ in range(4)]
+        try:
+            time.sleep(0.05)
+            late.sendall(query_wire())
+            reply, _ = dns.query.receive_tcp(late, time.time() + TIMEOUT_SECONDS)
+            assert reply.answer
+        finally:
+            for sock in (*held, late, *crowd):
+                sock.close()
 
 
 # --------------------------------------------------------------------------

@@ -13,12 +13,19 @@ faced the same attack (docs: README, ``serve``):
   :data:`IDLE_FLOOR_SECONDS`;
 * **eviction when full**: a connection that arrives when every slot is taken takes the
   slot of the connection that has waited longest (mid-message, mid-reply or idle),
-  so a new query is answered while slow clients keep reconnecting.
+  so a new query is answered while slow clients keep reconnecting. A new connection
+  that has sent nothing yet is not evicted before it has had :data:`IDLE_FLOOR_SECONDS`
+  to send its first query (the eviction would otherwise take it, unanswered, when a
+  few more arrive before its query does); while no slot may be evicted, new
+  connections wait in the kernel's listen queue.
 
 Memory is bounded by the slots: a connection holds only the bytes it has sent (a
 0xffff prefix reserves nothing; reads go through one shared scratch buffer) and at
 most one message in and one reply out, so the whole service holds at most
-``max_connections x 2 x 65,537`` bytes of messages.
+``max_connections x 2 x 65,537`` bytes of messages. Each connection's kernel send
+buffer is capped (:data:`SEND_BUFFER_OCTETS`), so a client that sends queries but
+never reads the replies is stalled, and dropped, after a few hundred replies rather
+than after the megabytes an autotuned buffer would take.
 """
 
 from __future__ import annotations
@@ -72,6 +79,10 @@ ACCEPTS_PER_WAKEUP: Final = 8
 #: connection to drop (the listener stays readable: without a pause the loop spins).
 FD_EXHAUSTED_PAUSE_SECONDS: Final = 0.1
 MESSAGES_PER_WAKEUP: Final = 8
+#: Kernel send buffer of each connection (Linux doubles it): room for the largest
+#: reply, and a bound on the replies a client that never reads can make the server
+#: compute before its reply stalls and the ``tcp-io-timeout`` drops it.
+SEND_BUFFER_OCTETS: Final = 64 * 1024
 #: Longest sleep of the loop when no deadline is nearer.
 LOOP_WAKE_SECONDS: Final = 1.0
 #: A DNS message over TCP: a two-octet length, then the message.
@@ -132,12 +143,16 @@ class _Connection:
         "inbox",
         "message_started",
         "outbox",
+        "protected_until",
         "sock",
         "waiting_since",
     )
 
-    def __init__(self, sock: socket.socket, now: float) -> None:
+    def __init__(self, sock: socket.socket, now: float, grace: float) -> None:
         self.sock = sock
+        #: Until when eviction passes it over: a new connection's time to send its
+        #: first byte (0 once one came).
+        self.protected_until = now + grace
         #: Bytes of the current message (prefix included) received so far.
         self.inbox = bytearray()
         #: Length of the current message with its prefix (2 until the prefix is in).
@@ -180,6 +195,10 @@ class TcpService:
         self._conns: dict[socket.socket, _Connection] = {}
         self._scratch = memoryview(bytearray(LENGTH_PREFIX_OCTETS + DNS_MESSAGE_MAX_OCTETS))
         self._done = False
+        #: While no slot may be evicted, the listener is not watched (new connections
+        #: wait in its queue).
+        self._accept_paused = False
+        self._grace = min(IDLE_FLOOR_SECONDS, limits.idle_timeout_seconds)
 
     def wake(self) -> None:
         """Make :meth:`run` close every connection and return (from any thread)."""
@@ -206,7 +225,8 @@ class TcpService:
                         accept = True
                 if accept and not self._done:
                     self._accept(now)
-                timeout = self._expire(time.monotonic())
+                now = time.monotonic()
+                timeout = min(self._expire(now), self._resume_accepting(now))
         finally:
             for sock in list(self._conns):
                 self._drop(sock, "server stopping")
@@ -218,6 +238,9 @@ class TcpService:
 
     def _accept(self, now: float) -> None:
         for _ in range(ACCEPTS_PER_WAKEUP):
+            full = len(self._conns) >= self._limits.max_connections
+            if full and self._pause_accepting(now):
+                return
             try:
                 sock, _ = self._listener.accept()
             except BlockingIOError:
@@ -233,13 +256,48 @@ class TcpService:
             if len(self._conns) >= self._limits.max_connections:
                 self._drop(self._victim(), "evicted: every slot taken")
             sock.setblocking(False)
-            conn = _Connection(sock, now)
+            with contextlib.suppress(OSError):
+                sock.setsockopt(socket.SOL_SOCKET, socket.SO_SNDBUF, SEND_BUFFER_OCTETS)
+            conn = _Connection(sock, now, self._grace)
             self._conns[sock] = conn
             self._selector.register(sock, selectors.EVENT_READ, conn)
 
+    def _evictable_after(self) -> float:
+        """When a slot may first be evicted (monotonic): at once unless all are new."""
+        return min(conn.protected_until for conn in self._conns.values())
+
+    def _pause_accepting(self, now: float) -> bool:
+        """Stop watching the listener if no slot may be evicted yet; True if paused."""
+        if self._evictable_after() <= now:
+            return False
+        self._accept_paused = True
+        with contextlib.suppress(KeyError, ValueError):
+            self._selector.unregister(self._listener)
+        return True
+
+    def _resume_accepting(self, now: float) -> float:
+        """Watch the listener again once a slot is free or evictable; seconds to wait."""
+        if not self._accept_paused:
+            return LOOP_WAKE_SECONDS
+        if len(self._conns) >= self._limits.max_connections:
+            until = self._evictable_after()
+            if until > now:
+                return until - now
+        self._accept_paused = False
+        self._selector.register(self._listener, selectors.EVENT_READ)
+        return LOOP_WAKE_SECONDS
+
     def _victim(self) -> socket.socket:
-        """The connection that has waited longest, mid-message, mid-reply or idle."""
-        return min(self._conns.values(), key=_Connection.stalled_since).sock
+        """The connection that has waited longest, mid-message, mid-reply or idle.
+
+        A new connection still in its time to send a first byte is passed over (when
+        every one is, the one whose time ends first).
+        """
+        now = time.monotonic()
+        evictable = [c for c in self._conns.values() if c.protected_until <= now]
+        if not evictable:
+            return min(self._conns.values(), key=lambda conn: conn.protected_until).sock
+        return min(evictable, key=_Connection.stalled_since).sock
 
     def _drop(self, sock: socket.socket, why: str) -> None:
         logger.debug("TCP connection dropped: %s", why)
@@ -287,6 +345,7 @@ class TcpService:
                 return False
             if not conn.inbox:
                 conn.message_started = now
+                conn.protected_until = 0.0
             conn.inbox += self._scratch[:count]
             if len(conn.inbox) < conn.expected:
                 continue
