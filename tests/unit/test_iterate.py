@@ -13,10 +13,12 @@ import dns.message
 import dns.name
 import dns.rdatatype
 import dns.rrset
+import dns.zone
 import pytest
 
 from alter_publish.dns.hints import RootHints
 from alter_publish.dns.iterate import IterativeAsker
+from alter_publish.dns.server import ZoneServer
 
 ROOT = dns.name.root
 DNSKEY_TEXT = "257 3 15 l02Woi0iS8Aa25FQkUd9RMzZHJpBoRQwAQEX1SxZJA4="
@@ -70,3 +72,31 @@ def test_a_lame_server_is_passed_over_for_the_zone_keys(port: int) -> None:
         response = asker.ask(ROOT, ROOT, dns.rdatatype.DNSKEY)
     assert response.flags & dns.flags.AA
     assert response.answer
+
+
+ROOT_ZONE = """\
+. 3600 IN SOA a.root. hostmaster.root. 1 3600 600 86400 300
+. 3600 IN NS a.root.
+a.root. 3600 IN A 127.0.0.1
+ns.v6only. 3600 IN AAAA 2001:db8::53
+ns.dual. 3600 IN A 192.0.2.53
+ns.dual. 3600 IN AAAA 2001:db8::54
+"""
+
+
+@pytest.mark.parametrize(
+    ("name", "expected"),
+    [
+        pytest.param("ns.v6only.", ("2001:db8::53",), id="ipv6-only"),
+        pytest.param("ns.dual.", ("192.0.2.53", "2001:db8::54"), id="both"),
+        pytest.param("ns.missing.", (), id="none"),
+    ],
+)
+def test_a_name_servers_addresses_are_its_a_and_aaaa(name: str, expected: tuple[str, ...]) -> None:
+    # An out-of-zone name server with only an AAAA was reported unreachable: A alone was asked.
+    zone = dns.zone.from_text(ROOT_ZONE, origin=ROOT, relativize=False)
+    with ZoneServer([zone]) as server:
+        host, port = server.address
+        hints = RootHints(((dns.name.from_text("a.root."), (host,)),))
+        asker = IterativeAsker(hints, 1.0, port)
+        assert asker.address_of(dns.name.from_text(name)) == expected

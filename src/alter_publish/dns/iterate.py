@@ -15,6 +15,7 @@ An :class:`Asker` answers "ask the servers of ``zone`` this question". Two kinds
 
 from __future__ import annotations
 
+import contextlib
 from dataclasses import dataclass, field
 from typing import Final, Protocol
 
@@ -282,12 +283,13 @@ class IterativeAsker:
                 response = self.ask(zone, name, dns.rdatatype.A)
             except ResolveError:
                 return []
-            found = section_addresses(response.answer).get(name)
-            if found:
-                return list(found)
             cut = referral_cut(response, zone)
-            if cut is None:
-                return []
+            if cut is None:  # the zone's own answer: its A, then its AAAA (IPv6-only too)
+                found = list(section_addresses(response.answer).get(name, ()))
+                with contextlib.suppress(ResolveError):
+                    response = self.ask(zone, name, dns.rdatatype.AAAA)
+                    found += section_addresses(response.answer).get(name, ())
+                return found
             try:
                 self._learn(cut, response, depth)
             except ResolveError:
