@@ -12,6 +12,8 @@ from dataclasses import replace
 from pathlib import Path
 
 import dns.dnssec
+import dns.rdata
+import dns.rdtypes.ANY.DNSKEY
 import pytest
 
 from alter_publish import pipeline
@@ -186,3 +188,40 @@ def test_ds_published_is_refused_until_every_parent_server_serves_the_new_ds(
         assert taken.returncode == 0, taken.stderr
     finally:
         hierarchy_lab.set_delegation(hierarchy.delegation)
+
+
+def test_a_cds_or_cdnskey_other_than_the_ds_set_is_named_at_each_server(
+    hierarchy_lab: HierarchyLab, tmp_path: Path
+) -> None:
+    # A parent polling CDS/CDNSKEY (RFC 7344) installs what they say: one naming another
+    # key than the DS set sign wrote must be an error (CDNSKEY was not compared at all).
+    hierarchy = hierarchy_lab.apply(Scenario.ALL_GOOD)
+    other = "257 3 15 l02Woi0iS8Aa25FQkUd9RMzZHJpBoRQwAQEX1SxZJA4="
+    zone = hierarchy.zone_file.read_text(encoding="utf-8")
+    tampered = tmp_path / "example.com.zone"
+    tampered.write_text(
+        zone
+        + "example.com. 3600 IN CDS 2371 15 2 "
+        + "0" * 64
+        + f"\nexample.com. 3600 IN CDNSKEY {other}\n",
+        encoding="utf-8",
+    )
+    hierarchy = hierarchy_lab.publish(tampered)
+    report = _check(hierarchy)
+    codes = _codes(report)
+    lines = [f.line("example.com") for f in report.findings]
+    servers = {
+        f"ns1.example.com. ({hierarchy.addresses.ns1})",
+        f"ns2.example.com. ({hierarchy.addresses.ns2})",
+    }
+    assert codes.get("cds-mismatch") == servers, lines
+    assert codes.get("cdnskey-mismatch") == servers, lines
+    assert report.exit_code == EXIT_VERIFICATION, lines
+    (line,) = {f.message for f in report.findings if f.code == "cdnskey-mismatch"}
+    assert f"tag {dns.dnssec.key_id(_dnskey(other))} algorithm 15" in line, line
+
+
+def _dnskey(text: str) -> dns.rdtypes.ANY.DNSKEY.DNSKEY:
+    rdata = dns.rdata.from_text("IN", "DNSKEY", text)
+    assert isinstance(rdata, dns.rdtypes.ANY.DNSKEY.DNSKEY)
+    return rdata

@@ -77,6 +77,7 @@ CODES: Mapping[str, str] = {
     "signatures-expiring": "warning",
     "signatures-expired": "error",
     "cds-mismatch": "error",
+    "cdnskey-mismatch": "error",
     "resolver-servfail": "error",
     "resolver-stale": "converging",
     "resolver-insecure": "error",
@@ -440,26 +441,48 @@ def _check_address(
 def _cds_findings(
     apex: dns.name.Name, address: str, expected: Expected, prober: Prober, *, where: str
 ) -> list[Finding]:
-    """A CDS set (published during a KSK rollover, RFC 7344) must be the DS set ``sign``
-    wrote: a parent that polls it would otherwise install something else."""
+    """A CDS or CDNSKEY set (published during a KSK rollover, RFC 7344) must name the
+    keys of the DS set ``sign`` wrote: a parent that polls either would otherwise
+    install something else."""
+    findings: list[Finding] = []
+    wrote = " / ".join(sorted(expected.ds))
+    rrset = _apex_rrset(apex, address, dns.rdatatype.CDS, prober)
+    if rrset is not None:
+        served = {ds_text(rdata) for rdata in rrset}
+        if served != set(expected.ds):
+            listed = " / ".join(sorted(served))
+            message = f"serves CDS {listed}; sign wrote the DS set {wrote}"
+            findings.append(Finding("cds-mismatch", message, where))
+    rrset = _apex_rrset(apex, address, dns.rdatatype.CDNSKEY, prober)
+    if rrset is not None:
+        keys = {_key_material(rdata) for rdata in rrset}
+        if keys != {_key_material(key) for key in expected.ksks}:
+            tags = " / ".join(sorted(_key_label(rdata) for rdata in rrset))
+            message = f"serves CDNSKEY {tags}; sign wrote the DS set {wrote}"
+            findings.append(Finding("cdnskey-mismatch", message, where))
+    return findings
+
+
+def _apex_rrset(
+    apex: dns.name.Name, address: str, rdtype: dns.rdatatype.RdataType, prober: Prober
+) -> dns.rrset.RRset | None:
     try:
-        reply = prober.ask(address, apex, dns.rdatatype.CDS)
+        reply = prober.ask(address, apex, rdtype)
     except ResolveError:
-        return []
-    rrset = answer_of(reply, apex, dns.rdatatype.CDS)
-    if rrset is None:
-        return []
-    served = {ds_text(rdata) for rdata in rrset}
-    if served == set(expected.ds):
-        return []
-    return [
-        Finding(
-            "cds-mismatch",
-            f"serves CDS {' / '.join(sorted(served))}; sign wrote the DS set "
-            f"{' / '.join(sorted(expected.ds))}",
-            where,
-        )
-    ]
+        return None
+    return answer_of(reply, apex, rdtype)
+
+
+def _key_material(rdata: Any) -> tuple[int, int, int, bytes]:
+    """A DNSKEY or CDNSKEY as the key it is (flags, protocol, algorithm, key)."""
+    return (rdata.flags, rdata.protocol, int(rdata.algorithm), bytes(rdata.key))
+
+
+def _key_label(rdata: Any) -> str:
+    """``tag N algorithm A`` for a (C)DNSKEY; the RFC 8078 delete request by name."""
+    if int(rdata.algorithm) == 0:
+        return "delete (algorithm 0)"
+    return f"tag {dns.dnssec.key_id(rdata)} algorithm {int(rdata.algorithm)}"
 
 
 def _signature_findings(
