@@ -15,7 +15,7 @@ from typing import Annotated, Any, Final
 
 import typer
 
-from alter_publish.cli import dnssec, handles, init, publish, resolve, sign, world
+from alter_publish.cli import dnssec, handles, init, open, publish, resolve, sign, world
 from alter_publish.cli.output import FailureError
 from alter_publish.errors import (
     EXIT_INTERNAL,
@@ -23,6 +23,7 @@ from alter_publish.errors import (
     EXIT_OK,
     EXIT_USAGE,
     AlterError,
+    DispatchError,
     VerificationError,
 )
 from alter_publish.version import __version__
@@ -56,6 +57,7 @@ app.command()(sign.sign)
 app.command()(sign.verify)
 app.command()(resolve.resolve)
 app.command("verify-record")(resolve.verify_record_command)
+app.command("open")(open.open_command)
 app.command()(resolve.serve)
 app.command()(handles.keygen)
 app.command()(init.init)
@@ -98,7 +100,7 @@ MAX_ERROR_LINES = 20
 
 
 def _error_lines(error: AlterError) -> list[str]:
-    if isinstance(error, VerificationError):
+    if isinstance(error, VerificationError | DispatchError):
         where = f"{error.where}: " if error.where else ""
         return [f"{where}{error.category}: {error.what}"]
     if len(error.reasons) <= 1:
@@ -117,6 +119,7 @@ SUMMARIES: Final = {
     ("verify",): "Prove written outputs, on loopback or at a name server.",
     ("resolve",): "Resolve and verify a handle at any name server.",
     ("verify-record",): "Check one record by hand, as pasted from dig.",
+    ("open",): "Verify an alter: URI from the root, then dispatch it.",
     ("serve",): "Serve zone files from the embedded name server.",
     ("keygen",): "Create a handle's first key and revocation secret.",
     ("init",): "Scaffold a workspace: a definition, templates, keys/.",
@@ -145,6 +148,7 @@ METAVARS: Final = {
     "zone_files": "ZONEFILE",
     "handle": "HANDLE",
     "reference": "URI|HANDLE",
+    "uri": "URI",
     "text": "RECORD",
     "owner": "NAME",
     "role": "zsk|ksk",
