@@ -178,6 +178,15 @@ def test_uri_errors_never_quote_the_surface(uri: str) -> None:
     assert "secret" not in str(caught.value)
 
 
+def _parse_error(text: str) -> str:
+    """The error ``parse_uri`` raises for ``text``, or "" when it parses."""
+    try:
+        parse_uri(text)
+    except URIError as exc:
+        return str(exc)
+    return ""
+
+
 _SURFACE_CHARACTERS = st.characters(codec="utf-8", exclude_characters="/?#")
 
 
@@ -185,17 +194,12 @@ _SURFACE_CHARACTERS = st.characters(codec="utf-8", exclude_characters="/?#")
     segments=st.lists(st.text(_SURFACE_CHARACTERS, max_size=12), min_size=1, max_size=4),
     query=st.none() | st.text(_SURFACE_CHARACTERS, max_size=12),
 )
-def test_a_parse_error_never_contains_the_surface(
-    segments: list[str], query: str | None
-) -> None:
+def test_a_parse_error_never_contains_the_surface(segments: list[str], query: str | None) -> None:
     marker = "Zq9"
     text = "alter:~blake/" + "/".join(marker + s for s in segments)
     if query is not None:
         text += "?" + marker + query
-    try:
-        parse_uri(text)
-    except URIError as exc:
-        assert marker not in str(exc)
+    assert marker not in _parse_error(text)
 
 
 @given(segment=st.text(st.characters(codec="utf-8", exclude_characters="/?#"), min_size=1))
