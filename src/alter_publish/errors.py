@@ -189,3 +189,11 @@ class DispatchError(AlterError):
 
     category = "no-resolver"
     exit_code = EXIT_VERIFICATION
+
+
+class HandlerError(AlterError):
+    """Registering the ``alter:`` handler failed: an xdg tool missing or failing, or a
+    desktop entry or registration file that cannot be written."""
+
+    category = "handler"
+    exit_code = EXIT_OUTPUT
