@@ -15,8 +15,8 @@ import subprocess
 import sys
 from pathlib import Path
 
-import dns.rdata
 import dns.rdataclass
+import dns.rdataset
 import dns.rdatatype
 import dns.zone
 import pytest
@@ -146,12 +146,12 @@ def test_a_tampered_record_dispatches_nothing(
     forged = text.replace(CURRENT_BLAKE_RESOLVER, "https://evil.example.net/blake")
     assert forged != text
     chunks = " ".join(f'"{forged[i : i + 255]}"' for i in range(0, len(forged), 255))
-    txt.clear()
-    txt.add(dns.rdata.from_text(dns.rdataclass.IN, dns.rdatatype.TXT, chunks))
+    zone.replace_rdataset(
+        "_alter.blake.example.com.", dns.rdataset.from_text("IN", "TXT", txt.ttl, chunks)
+    )
     soa = zone.find_rdataset("example.com.", dns.rdatatype.SOA)
-    soa_rdata = next(iter(soa))
-    soa.clear()
-    soa.add(soa_rdata.replace(serial=soa_rdata.serial + 1000))
+    bumped = next(iter(soa)).replace(serial=next(iter(soa)).serial + 1000)
+    zone.replace_rdataset("example.com.", dns.rdataset.from_rdata(soa.ttl, bumped))
     zone.to_file(str(tampered), relativize=False)
     try:
         hierarchy_lab.publish(tampered)
