@@ -38,6 +38,15 @@ VERIFICATION_CATEGORIES = (
     "bogus",
 )
 
+#: Why ``open`` does not dispatch a handle that verified (alter URI draft 4.4 step 5).
+DISPATCH_CATEGORIES = (
+    "no-resolver",
+    "bad-resolver",
+    "unsafe-path",
+    "refused",
+    "opener-failed",
+)
+
 
 class AlterError(Exception):
     """Base of every error alter-publish raises on purpose.
@@ -168,3 +177,23 @@ class VerificationError(AlterError):
 
     category = "malformed"
     exit_code = EXIT_VERIFICATION
+
+
+class DispatchError(AlterError):
+    """A verified handle that ``open`` does not dispatch: no usable resolver (``r=``), a
+    surface path that would leave it, a dispatch guard's refusal, or an opener that failed.
+
+    ``category`` is one of :data:`DISPATCH_CATEGORIES`. Like every error of ``open``, its
+    text names the handle, never the surface path, query or fragment.
+    """
+
+    category = "no-resolver"
+    exit_code = EXIT_VERIFICATION
+
+
+class HandlerError(AlterError):
+    """Registering the ``alter:`` handler failed: an xdg tool missing or failing, or a
+    desktop entry or registration file that cannot be written."""
+
+    category = "handler"
+    exit_code = EXIT_OUTPUT

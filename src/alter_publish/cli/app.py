@@ -15,7 +15,7 @@ from typing import Annotated, Any, Final
 
 import typer
 
-from alter_publish.cli import dnssec, handles, init, publish, resolve, sign, world
+from alter_publish.cli import dnssec, handler, handles, init, open, publish, resolve, sign, world
 from alter_publish.cli.output import FailureError
 from alter_publish.errors import (
     EXIT_INTERNAL,
@@ -23,6 +23,7 @@ from alter_publish.errors import (
     EXIT_OK,
     EXIT_USAGE,
     AlterError,
+    DispatchError,
     VerificationError,
 )
 from alter_publish.version import __version__
@@ -45,6 +46,12 @@ dnssec_app = typer.Typer(
     help="DNSSEC zone keys (Ed25519 KSK and ZSK) and the DS for the parent zone.",
     no_args_is_help=True,
 )
+handler_app = typer.Typer(
+    name="handler",
+    context_settings=HELP_SETTINGS,
+    help="The alter: URI handler: xdg registration, and other platforms' files.",
+    no_args_is_help=True,
+)
 keys_app = typer.Typer(
     context_settings=HELP_SETTINGS,
     name="keys",
@@ -56,6 +63,12 @@ app.command()(sign.sign)
 app.command()(sign.verify)
 app.command()(resolve.resolve)
 app.command("verify-record")(resolve.verify_record_command)
+app.command("open")(open.open_command)
+app.add_typer(handler_app)
+handler_app.command("install")(handler.install)
+handler_app.command("uninstall")(handler.uninstall)
+handler_app.command("status")(handler.status)
+handler_app.command("files")(handler.files)
 app.command()(resolve.serve)
 app.command()(handles.keygen)
 app.command()(init.init)
@@ -98,7 +111,7 @@ MAX_ERROR_LINES = 20
 
 
 def _error_lines(error: AlterError) -> list[str]:
-    if isinstance(error, VerificationError):
+    if isinstance(error, VerificationError | DispatchError):
         where = f"{error.where}: " if error.where else ""
         return [f"{where}{error.category}: {error.what}"]
     if len(error.reasons) <= 1:
@@ -117,6 +130,12 @@ SUMMARIES: Final = {
     ("verify",): "Prove written outputs, on loopback or at a name server.",
     ("resolve",): "Resolve and verify a handle at any name server.",
     ("verify-record",): "Check one record by hand, as pasted from dig.",
+    ("open",): "Verify an alter: URI from the root, then dispatch it.",
+    ("handler",): "Register the alter: URI handler, or write its files.",
+    ("handler", "install"): "Make open --launch the desktop's alter: handler.",
+    ("handler", "uninstall"): "Remove the desktop's alter: handler.",
+    ("handler", "status"): "Show the alter: handler and the desktop's default.",
+    ("handler", "files"): "Write macOS, Windows, Android or iOS handler files.",
     ("serve",): "Serve zone files from the embedded name server.",
     ("keygen",): "Create a handle's first key and revocation secret.",
     ("init",): "Scaffold a workspace: a definition, templates, keys/.",
@@ -145,6 +164,7 @@ METAVARS: Final = {
     "zone_files": "ZONEFILE",
     "handle": "HANDLE",
     "reference": "URI|HANDLE",
+    "uri": "URI",
     "text": "RECORD",
     "owner": "NAME",
     "role": "zsk|ksk",
@@ -176,6 +196,8 @@ METAVARS: Final = {
     "secret_file": "FILE",
     "pin_store": "FILE",
     "output": "FILE",
+    "platform": "PLATFORM",
+    "exe": "PATH",
 }
 
 

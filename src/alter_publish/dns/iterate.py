@@ -270,6 +270,23 @@ class IterativeAsker:
             except ResolveError:
                 return
 
+    def servers_for(self, name: dns.name.Name) -> tuple[dns.name.Name, tuple[str, ...]]:
+        """The zone that answers for ``name`` and its servers' addresses, found by
+        following referrals from the deepest zone known (the root at first), as a
+        resolver does: the zone whose servers answer ``name`` TXT without a referral.
+
+        Raises:
+            ResolveError: no server on the way answered, or too many referrals.
+        """
+        for _ in range(REFERRALS_MAX):
+            zone = max((known for known in self._servers if name.is_subdomain(known)), key=len)
+            response = self.ask(zone, name, dns.rdatatype.TXT)
+            cut = referral_cut(response, zone)
+            if cut is None or not name.is_subdomain(cut) or cut in self._servers:
+                return zone, self._servers[zone]
+            self._learn(cut, response, ADDRESS_LOOKUP_DEPTH_MAX)
+        raise ResolveError(f"more than {REFERRALS_MAX} referrals", where=name.to_text())
+
     def address_of(self, name: dns.name.Name) -> tuple[str, ...]:
         """``name``'s addresses, resolved from the root as a resolver would (best
         effort: none when it cannot be found)."""

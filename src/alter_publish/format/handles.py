@@ -21,6 +21,9 @@ _PCHAR = r"[A-Za-z0-9\-._~!$&'()*+,;=:@]|" + _PCT
 _SEGMENT = re.compile(rf"(?:{_PCHAR})+")
 _QUERY = re.compile(rf"(?:{_PCHAR}|[/?])*")
 _SCHEME = "alter:"
+#: What stands for the surface path, query and fragment in anything shown (draft 7.3).
+REDACTED = "[...]"
+SHOWN_MAX_CHARS = 80
 
 
 class Tier(StrEnum):
@@ -155,6 +158,17 @@ class AlterURI:
         return self.to_text()
 
 
+def shown(text: str) -> str:
+    """What of a URI or IRI text may appear in messages: everything up to its surface
+    path, query or fragment (``alter:~blake/inbox?x=1`` -> ``'alter:~blake[...]'``)."""
+    start = text.find(":") + 1
+    cut = min((i for i in (text.find(c, start) for c in "/?#") if i >= 0), default=-1)
+    head = text if cut < 0 else text[:cut]
+    if len(head) > SHOWN_MAX_CHARS:
+        head = head[: SHOWN_MAX_CHARS - 3] + "..."
+    return repr(head if cut < 0 else head + REDACTED)
+
+
 def _iri_to_uri(text: str) -> str:
     """RFC 3987 section 3.1: percent-encode the UTF-8 of every non-ASCII character."""
     if text.isascii():
@@ -168,10 +182,13 @@ def _iri_to_uri(text: str) -> str:
 def parse_uri(text: str) -> AlterURI:
     """Parse an ``alter:`` URI (or IRI) into handle, path, query and fragment.
 
+    Errors name the URI by :func:`shown`: its surface path, query and fragment never
+    appear in them (draft section 7.3), only which part is wrong and where.
+
     Raises:
         URIError: (category ``malformed-uri``) the text is not an alter: URI.
     """
-    where = repr(text) if len(text) <= 80 else repr(text[:77] + "...")
+    where = shown(text)
     if text[: len(_SCHEME)].lower() != _SCHEME:
         raise URIError("does not start with 'alter:'", where=where)
     rest = text[len(_SCHEME) :]
@@ -187,15 +204,35 @@ def parse_uri(text: str) -> AlterURI:
     segments: tuple[str, ...] = ()
     if has_path:
         segments = tuple(_iri_to_uri(path_text).split("/"))
-        for segment in segments:
+        for number, segment in enumerate(segments, start=1):
             if not _SEGMENT.fullmatch(segment):
-                raise URIError(f"bad path segment {segment!r}", where=where)
+                raise URIError(f"bad path segment {number}: {_problem(segment)}", where=where)
     query_value = _iri_to_uri(query) if has_query else None
     fragment_value = _iri_to_uri(fragment) if has_fragment else None
     for part, value in (("query", query_value), ("fragment", fragment_value)):
         if value is not None and not _QUERY.fullmatch(value):
-            raise URIError(f"bad {part} {value!r}", where=where)
+            raise URIError(f"bad {part}: {_problem(value)}", where=where)
     return AlterURI(handle=handle, path=segments, query=query_value, fragment=fragment_value)
+
+
+def _problem(part: str) -> str:
+    """What is wrong with a path segment, query or fragment, without quoting it."""
+    if not part:
+        return "empty"
+    position = next(
+        (
+            index
+            for index in range(len(part))
+            if not _QUERY.fullmatch(part[index])
+            and not (part[index] == "%" and re.fullmatch(_PCT, part[index : index + 3]))
+        ),
+        None,
+    )
+    if position is None:
+        return "'/' or '?' where a segment does not allow it"
+    if part[position] == "%":
+        return f"character {position + 1} is '%' without two hex digits"
+    return f"character {position + 1} is not allowed (percent-encode it)"
 
 
 def parse_reference(text: str) -> AlterURI:
