@@ -3,19 +3,24 @@ without it (verify/world.py, pipeline/worldcheck.py)."""
 
 from __future__ import annotations
 
+import socket
+
 import dns.dnssec
 import dns.dnssectypes
 import dns.message
 import dns.name
 import dns.rdatatype
 import dns.rrset
+import dns.zone
 import pytest
 from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PrivateKey
 
+from alter_publish.dns.hints import RootHints
+from alter_publish.dns.server import ZoneServer
 from alter_publish.errors import EXIT_DRIFT, EXIT_OK, EXIT_VERIFICATION, ResolveError
 from alter_publish.pipeline.worldcheck import WorldReport
 from alter_publish.verify.delegation import _ds_findings
-from alter_publish.verify.world import Expected, Finding, Located, Prober
+from alter_publish.verify.world import Expected, Finding, Located, Prober, locate
 
 APEX = dns.name.from_text("example.com.")
 WHERE = "ns1.nic.com. (192.0.2.1)"
@@ -102,3 +107,45 @@ def test_ipv6_is_given_up_once_with_one_warning() -> None:
         with pytest.raises(ResolveError):
             prober.ask("2001:db8::53", APEX, dns.rdatatype.SOA)
     assert [finding.code for finding in prober.findings()] == ["ipv6-unreachable"]
+
+
+_ROOT_OF_SUB = """\
+. 300 IN SOA a.root. hostmaster.root. 1 7200 3600 1209600 300
+. 300 IN NS a.root.
+a.root. 300 IN A 127.0.0.1
+com. 300 IN NS ns.com.
+ns.com. 300 IN A 127.0.0.2
+"""
+_COM_WITH_SUB = """\
+com. 300 IN SOA ns.com. hostmaster.com. 1 7200 3600 1209600 300
+com. 300 IN NS ns.com.
+ns.com. 300 IN A 127.0.0.2
+sub.com. 300 IN NS ns.com.
+"""
+_SUB = """\
+sub.com. 300 IN SOA ns.com. hostmaster.com. 1 7200 3600 1209600 300
+sub.com. 300 IN NS ns.com.
+zone.sub.com. 300 IN NS ns.zone.sub.com.
+ns.zone.sub.com. 300 IN A 192.0.2.53
+"""
+
+
+def test_the_parent_is_named_when_one_server_set_serves_it_and_its_parent() -> None:
+    # ns.com. serves com. and sub.com.: the referral to zone.sub.com. comes from servers
+    # com. referred to, but the delegation is in sub.com. (it was reported as com.).
+    zones = [
+        dns.zone.from_text(text, origin=origin, relativize=False)
+        for origin, text in ((".", _ROOT_OF_SUB), ("com.", _COM_WITH_SUB), ("sub.com.", _SUB))
+    ]
+    with socket.socket(socket.AF_INET, socket.SOCK_DGRAM) as probe:
+        probe.bind(("127.0.0.1", 0))
+        port = int(probe.getsockname()[1])
+    with (
+        ZoneServer([zones[0]], address="127.0.0.1", port=port),
+        ZoneServer(zones[1:], address="127.0.0.2", port=port),
+    ):
+        hints = RootHints(((dns.name.from_text("a.root."), ("127.0.0.1",)),))
+        located = locate("zone.sub.com.", (), {}, hints, Prober(timeout=1.0, port=port))
+    assert located.parent == "sub.com."
+    assert [server.name for server in located.parent_servers] == ["ns.com."]
+    assert [server.name for server in located.servers] == ["ns.zone.sub.com."]

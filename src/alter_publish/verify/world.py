@@ -273,6 +273,8 @@ def locate(
         referred = section_addresses(reply.additional)
         if cut is None or cut == apex:
             parent_ns = ns_names(reply, apex)
+            if cut == apex:  # these servers may serve a zone below level_zone too
+                level_zone = _zone_of_delegation(level, apex, prober) or level_zone
             break
         level = tuple(
             Server(name.to_text(), referred.get(name) or asker.address_of(name))
@@ -301,10 +303,41 @@ def _addresses_of(
     return referred.get(name) or asker.address_of(name)
 
 
-def _first_reply(
+def _zone_of_delegation(
     servers: Sequence[Server], apex: dns.name.Name, prober: Prober
+) -> dns.name.Name | None:
+    """The zone ``servers`` hold ``apex``'s delegation in: the zone of their answer to
+    ``apex DS`` (its SOA when they have none, else its signer). One server set may serve
+    the grandparent and the parent; the zone that referred to them is then not the parent.
+    """
+    try:
+        reply = _first_reply(servers, apex, prober, dns.rdatatype.DS)
+    except ResolveError:
+        return None
+    if not reply.flags & dns.flags.AA:
+        return None
+    for rrset in reply.authority:
+        if (
+            rrset.rdtype == dns.rdatatype.SOA
+            and apex.is_subdomain(rrset.name)
+            and rrset.name != apex
+        ):
+            return rrset.name
+    for rrset in reply.answer:
+        if rrset.rdtype == dns.rdatatype.RRSIG and rrset.name == apex:
+            signer: dns.name.Name = next(iter(rrset)).signer
+            if signer != apex:
+                return signer
+    return None
+
+
+def _first_reply(
+    servers: Sequence[Server],
+    apex: dns.name.Name,
+    prober: Prober,
+    rdtype: dns.rdatatype.RdataType = dns.rdatatype.NS,
 ) -> dns.message.Message:
-    """The first usable answer of a few of ``servers`` to ``apex NS``.
+    """The first usable answer of a few of ``servers`` to ``apex NS`` (or ``rdtype``).
 
     Raises:
         ResolveError: none of them answered.
@@ -313,7 +346,7 @@ def _first_reply(
     for server in servers[:SERVERS_TRIED_MAX]:
         for address in server.addresses:
             try:
-                reply = prober.ask(address, apex, dns.rdatatype.NS)
+                reply = prober.ask(address, apex, rdtype)
             except ResolveError as exc:
                 errors.append(exc.what)
                 continue
