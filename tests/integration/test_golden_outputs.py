@@ -39,7 +39,9 @@ GOLDEN: dict[str, dict[str, str]] = {
     "example.com": {
         "build/*.ds": "2542742d841e4216e6284b17402cf9c185500d8ee2935a5a97a5981cff58709e",
         "build/*.envelopes": "c53b35fc57851912d6c2ccd34e67fdd153679737dfc14dd7d18a14d20d48e4e4",
-        "build/*/log/checkpoint": "e4afc5c07d29ca7749fd4d15b71f0f3b185ddb05b40405437836c484d27204d0",
+        "build/*/log/checkpoint": (
+            "e4afc5c07d29ca7749fd4d15b71f0f3b185ddb05b40405437836c484d27204d0"
+        ),
         "zones/*.checkpoints": "a518bee98a3c359bd83120d2668000e957e869f53b9bfb1a54f6afe2c32c2617",
         "build/*.zone": "fad475c6548e5c393f55354cf218640d1c9e48ebd0d73ccbb02c2221f2d8171e",
         "zones/*.log": "5ca330157162414a65ed9bb41d30290b21282e40ae0f9c1d6b3fc08fb96da68f",
@@ -48,7 +50,9 @@ GOLDEN: dict[str, dict[str, str]] = {
     "golden-nsec.example": {
         "build/*.ds": "5fa72fea82238501b8fb10af930cb75cc004cba0478de6490fd3345721812bc4",
         "build/*.envelopes": "0c6295413c4ae6612ea789f90fa38a66cfee0ca83aaa32b9c51f4f1e247ee4b8",
-        "build/*/log/checkpoint": "ef6758e760595d1c24a1d46b1fcb67d5cf5113ebb3c86f88e29f523497672764",
+        "build/*/log/checkpoint": (
+            "ef6758e760595d1c24a1d46b1fcb67d5cf5113ebb3c86f88e29f523497672764"
+        ),
         "zones/*.checkpoints": "d6c2e13bc0df689b0db13d796de806ce9afd40d602c9bf0695bfbb16d4f8525a",
         "build/*.zone": "591741881510a823bc53db9f86f4777f8f53179c7fc0e605d7b467402d4deb7a",
         "zones/*.log": "d2e3a7ef6b3b374bb5927588d1ab4e3c8f4533e2755e69438aa2763f5379324d",
@@ -57,7 +61,9 @@ GOLDEN: dict[str, dict[str, str]] = {
     "golden-nsec3.example": {
         "build/*.ds": "b8f2d47b86c0cbfd3bdac998a81fb8acad5d0f97b418708784705d7b02f51d10",
         "build/*.envelopes": "178970b3844234a6e39560cdeccc871993aa3199008bb9a2b7d447429c6f79e9",
-        "build/*/log/checkpoint": "1e95e2ec437446621b505d0dd4b1a3445956cc4a45a637fd4291c28fed72b04d",
+        "build/*/log/checkpoint": (
+            "1e95e2ec437446621b505d0dd4b1a3445956cc4a45a637fd4291c28fed72b04d"
+        ),
         "zones/*.checkpoints": "8fc62dc1675a44161b48233c04972ffc80ccf70eea4af74771b3d155029d2007",
         "build/*.zone": "f33a5e03c5a70034bf8e298a8dfd04f0734556ec3a2bfd25e984d14c48d5c174",
         "zones/*.log": "b2604804367cdbecc4aca75d37fd99620e92a170b1fa2af6a9d43906407f013d",
