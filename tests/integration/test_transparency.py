@@ -8,6 +8,7 @@ import base64
 import json
 import subprocess
 import sys
+from collections.abc import Callable
 from pathlib import Path
 
 from alter_publish.format.note import Note
@@ -77,7 +78,7 @@ def test_several_runs_publish_a_log_go_accepts(tlogcheck: Path, tmp_path: Path) 
     definition = _workspace(tmp_path, ZONE)
     log = tmp_path / "build" / ZONE / "log"
     published: list[Path] = []
-    steps = [
+    steps: list[Callable[[int], object]] = [
         lambda now: None,
         lambda now: _rotate(tmp_path, "~blake", now),
         lambda now: definition.write_text(
