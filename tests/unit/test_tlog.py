@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import base64
 import hashlib
+from pathlib import Path
 
 import pytest
 from hypothesis import given
@@ -35,6 +36,7 @@ from alter_publish.format.tlog import (
     verify_consistency,
     verify_inclusion,
 )
+from alter_publish.pipeline.transparency import History, Publication
 
 SEED = bytes(range(32))
 
@@ -230,3 +232,24 @@ def test_proofs_property(entries: list[bytes], data: st.DataObject) -> None:
     verify_inclusion(leaf_hash(entries[index]), index, size, proof, tree.root(size))
     consistency = consistency_proof(tree.subtree, old, size)
     verify_consistency(old, size, tree.root(old), tree.root(size), consistency)
+
+
+@pytest.mark.parametrize("count", [1, 2, 3, 5, 8, 13, 256, 257, 600])
+def test_fast_inclusion_proof_is_rfc9162_path(count: int) -> None:
+    tree = TreeHashes.of_entries(_entries(count))
+    for size in range(1, count + 1, max(1, count // 17)):
+        for index in range(0, size, max(1, size // 11)):
+            assert tree.inclusion_proof(index, size) == inclusion_proof(tree.subtree, index, size)
+
+
+def test_proof_for_matches_tlog_proof_text(tmp_path: Path) -> None:
+    entries = _entries(40)
+    tree = TreeHashes.of_entries(entries)
+    signer = Signer("example.com/alter-log", SEED)
+    note = Note(Checkpoint("example.com/alter-log", 40, tree.root()).to_text()).signed_by(signer)
+    history = History(tmp_path / "h", b"", (), ())
+    publication = Publication(tmp_path, tree, history, note.to_text())
+    text = publication.proof_for(7, entries[7])
+    expected = TlogProof(7, tuple(inclusion_proof(tree.subtree, 7, 40)), note.to_text())
+    assert text == expected.to_text()
+    assert publication.proof_for(7, entries[8]) is None

@@ -81,22 +81,33 @@ def _largest_power_below(n: int) -> int:
     return 1 << ((n - 1).bit_length() - 1)
 
 
-def range_hash(subtree: Subtree, start: int, end: int) -> bytes:
+def range_hash(
+    subtree: Subtree, start: int, end: int, cache: dict[tuple[int, int], bytes] | None = None
+) -> bytes:
     """MTH(D[start:end]) for a range that starts on a boundary of its own size's
-    power of two (every range a proof uses)."""
+    power of two (every range a proof uses); ``cache`` keeps the ranges that are not
+    perfect subtrees (proofs into one tree share them)."""
     size = end - start
     if size == 0:
         return EMPTY_ROOT
     if size & (size - 1) == 0:
         height = size.bit_length() - 1
         return subtree(height, start >> height)
-    split = _largest_power_below(size)
-    return node_hash(
-        range_hash(subtree, start, start + split), range_hash(subtree, start + split, end)
-    )
+    found = None if cache is None else cache.get((start, end))
+    if found is None:
+        split = _largest_power_below(size)
+        found = node_hash(
+            range_hash(subtree, start, start + split, cache),
+            range_hash(subtree, start + split, end, cache),
+        )
+        if cache is not None:
+            cache[(start, end)] = found
+    return found
 
 
-def inclusion_proof(subtree: Subtree, index: int, size: int) -> list[bytes]:
+def inclusion_proof(
+    subtree: Subtree, index: int, size: int, cache: dict[tuple[int, int], bytes] | None = None
+) -> list[bytes]:
     """RFC 9162 PATH(index, D[0:size]): sibling hashes from the leaf up.
 
     Raises:
@@ -109,10 +120,10 @@ def inclusion_proof(subtree: Subtree, index: int, size: int) -> list[bytes]:
     while end - start > 1:
         split = _largest_power_below(end - start)
         if index < start + split:
-            proof.append(range_hash(subtree, start + split, end))
+            proof.append(range_hash(subtree, start + split, end, cache))
             end = start + split
         else:
-            proof.append(range_hash(subtree, start, start + split))
+            proof.append(range_hash(subtree, start, start + split, cache))
             start += split
     proof.reverse()
     return proof

@@ -12,8 +12,10 @@ logged it, so a proof never changes once made (a full run and a patch agree).
 
 from __future__ import annotations
 
+import base64
 import bisect
 import dataclasses
+import functools
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
@@ -23,7 +25,7 @@ from alter_publish.fileio import atomic_write_bytes
 from alter_publish.format.identitylog import leaf_hash
 from alter_publish.format.note import Note
 from alter_publish.format.tiles import Tile, TreeHashes
-from alter_publish.format.tlog import Checkpoint, TlogProof, inclusion_proof
+from alter_publish.format.tlog import PROOF_HEADER, Checkpoint
 from alter_publish.keys.logkey import log_origin
 from alter_publish.keys.store import KeyStore
 from alter_publish.pipeline.render import SignedHandle
@@ -107,8 +109,10 @@ class Publication:
             return None
         if self.tree.hash_at(0, index) != leaf_hash(entry):
             return None
-        hashes = inclusion_proof(self.tree.subtree, index, sizes[position])
-        return TlogProof(index, tuple(hashes), self.notes[position]).to_text()
+        hashes = "".join(
+            f"{_b64(digest)}\n" for digest in self.tree.inclusion_proof(index, sizes[position])
+        )
+        return f"{PROOF_HEADER}\nindex {index}\n{hashes}\n{self.notes[position]}"
 
 
 def plan_publication(
@@ -142,6 +146,12 @@ def with_proofs(signed: Sequence[SignedHandle], publication: Publication) -> lis
         )
         for item in signed
     ]
+
+
+@functools.lru_cache(maxsize=1 << 18)
+def _b64(digest: bytes) -> str:
+    """A hash in standard base64 (proofs share most of theirs)."""
+    return base64.b64encode(digest).decode()
 
 
 def _entry(owner: str, text: str) -> bytes:
