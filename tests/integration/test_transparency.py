@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import base64
 import json
+import shutil
 import subprocess
 import sys
 from collections.abc import Callable
@@ -124,3 +125,21 @@ def test_several_runs_publish_a_log_go_accepts(tlogcheck: Path, tmp_path: Path) 
         for new in range(old + 1, len(notes))
     ]
     assert go_check_proofs(tlogcheck, vkey, {"records": [], "trees": trees}) == "ok"
+    # A full run from nothing (build/ gone) writes the same log directory and envelopes,
+    # the partial tiles of every older checkpoint included (the proofs need them).
+    shutil.copytree(tmp_path / "build", tmp_path / "before")
+    shutil.rmtree(tmp_path / "build")
+    _sign(tmp_path, definition, NOW + 100 * (len(steps) - 1), "--full")
+    assert _files(tmp_path / "build" / ZONE) == _files(tmp_path / "before" / ZONE)
+    envelopes = f"{ZONE}.envelopes.json"
+    assert (tmp_path / "build" / envelopes).read_bytes() == (
+        tmp_path / "before" / envelopes
+    ).read_bytes()
+
+
+def _files(root: Path) -> dict[str, bytes]:
+    return {
+        path.relative_to(root).as_posix(): path.read_bytes()
+        for path in sorted(root.rglob("*"))
+        if path.is_file()
+    }

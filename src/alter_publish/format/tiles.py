@@ -300,6 +300,23 @@ class TreeHashes:
         size = self.size if size is None else size
         return EMPTY_ROOT if size == 0 else range_hash(self.subtree, 0, size, self.ranges)
 
+    def tile_data(self, tile: Tile) -> bytes:
+        """The bytes of ``tile`` (of this tree or an earlier size of it: a prefix).
+
+        Raises:
+            ValueError: the tile is wider than the tree holds, or a stored one is wrong.
+        """
+        if tile.level == ENTRIES:
+            bundle = bytes(self._bundle(tile.index))
+            entries = decode_entries(bundle)
+            if len(entries) < tile.width:
+                raise ValueError(f"no bundle {tile.path} in this tree")
+            return encode_entries(entries[: tile.width])
+        data = bytes(self._tile(tile.level, tile.index)[: tile.width * HASH_OCTETS])
+        if len(data) != tile.width * HASH_OCTETS:
+            raise ValueError(f"no tile {tile.path} in this tree")
+        return data
+
     def changed(self) -> Iterator[tuple[Tile, bytes]]:
         """Each tile and bundle the appends made or widened, with its bytes."""
         for level, index in sorted(self._touched):

@@ -24,7 +24,7 @@ from alter_publish.errors import RenderError, VerificationError
 from alter_publish.fileio import atomic_write_bytes
 from alter_publish.format.identitylog import leaf_hash
 from alter_publish.format.note import Note
-from alter_publish.format.tiles import Tile, TreeHashes
+from alter_publish.format.tiles import ENTRIES, TILE_WIDTH, Tile, TreeHashes, tiles_for_size
 from alter_publish.format.tlog import PROOF_HEADER, Checkpoint
 from alter_publish.keys.logkey import log_origin
 from alter_publish.keys.store import KeyStore
@@ -192,12 +192,33 @@ def write_publication(publication: Publication) -> list[str]:
     tiles = 0
     for tile, data in publication.tree.changed():
         tiles += _write_tile(directory, tile, data)
+    tiles += _write_partials(publication)
     if tiles:
         written.append(f"{directory}/tile ({tiles} tiles)")
     if publication.notes:
         latest = publication.notes[-1].encode()
         if atomic_write_bytes(directory / CHECKPOINT_FILE, latest):
             written.append(str(directory / CHECKPOINT_FILE))
+    return written
+
+
+def _write_partials(publication: Publication) -> int:
+    """The partial tiles of every checkpointed size that are missing (a rebuilt
+    directory): the proofs of older checkpoints need them.
+
+    Raises:
+        RenderError: a file cannot be written.
+    """
+    directory, tree, written = publication.directory, publication.tree, 0
+    for size in publication.sizes:
+        for tile in tiles_for_size(size):
+            if tile.width == TILE_WIDTH:
+                continue
+            for each in (
+                (tile, Tile(ENTRIES, tile.index, tile.width)) if tile.level == 0 else (tile,)
+            ):
+                if not (directory / each.path).exists():
+                    written += _write_tile(directory, each, tree.tile_data(each))
     return written
 
 
