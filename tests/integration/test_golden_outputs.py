@@ -3,7 +3,9 @@
 Every key is derived from a fixed seed and the clock is fixed, so a full `sign` writes the same
 bytes on every run and every machine. The digests below were taken from the code before the
 package was split into subpackages; a change to any output byte (zone, envelopes, DS, log,
-state) fails here and must be a deliberate, documented format change.
+state) fails here and must be a deliberate, documented format change. (Issue 17 changed the
+envelopes deliberately: each line carries its ``tlog_proof``; the checkpoint and its history
+were added, signed by a log key from a fixed seed.)
 """
 
 from __future__ import annotations
@@ -36,21 +38,33 @@ TIERS = ("user{n}", "svc{n}.bot", "cc-agent-{n}")
 GOLDEN: dict[str, dict[str, str]] = {
     "example.com": {
         "build/*.ds": "2542742d841e4216e6284b17402cf9c185500d8ee2935a5a97a5981cff58709e",
-        "build/*.envelopes": "3183560364214a042e553164a47ee4075551be9ff179abb48eaa0b319d1eb795",
+        "build/*.envelopes": "c53b35fc57851912d6c2ccd34e67fdd153679737dfc14dd7d18a14d20d48e4e4",
+        "build/*/log/checkpoint": (
+            "e4afc5c07d29ca7749fd4d15b71f0f3b185ddb05b40405437836c484d27204d0"
+        ),
+        "zones/*.checkpoints": "a518bee98a3c359bd83120d2668000e957e869f53b9bfb1a54f6afe2c32c2617",
         "build/*.zone": "fad475c6548e5c393f55354cf218640d1c9e48ebd0d73ccbb02c2221f2d8171e",
         "zones/*.log": "5ca330157162414a65ed9bb41d30290b21282e40ae0f9c1d6b3fc08fb96da68f",
         "zones/*.state.json": "c3fdfb6a3366862b16c532184edfd0de1ca48b4bad28f3cdac846cbaced0627a",
     },
     "golden-nsec.example": {
         "build/*.ds": "5fa72fea82238501b8fb10af930cb75cc004cba0478de6490fd3345721812bc4",
-        "build/*.envelopes": "9aa8e95a5508de226d9e952a2c4aa80e867f9b71cd1531be1b1cf4a584188a77",
+        "build/*.envelopes": "0c6295413c4ae6612ea789f90fa38a66cfee0ca83aaa32b9c51f4f1e247ee4b8",
+        "build/*/log/checkpoint": (
+            "ef6758e760595d1c24a1d46b1fcb67d5cf5113ebb3c86f88e29f523497672764"
+        ),
+        "zones/*.checkpoints": "d6c2e13bc0df689b0db13d796de806ce9afd40d602c9bf0695bfbb16d4f8525a",
         "build/*.zone": "591741881510a823bc53db9f86f4777f8f53179c7fc0e605d7b467402d4deb7a",
         "zones/*.log": "d2e3a7ef6b3b374bb5927588d1ab4e3c8f4533e2755e69438aa2763f5379324d",
         "zones/*.state.json": "187eb08a2f7097d142b0c3e53bd3e9088a05792e36399dddb80a3742eaa0f433",
     },
     "golden-nsec3.example": {
         "build/*.ds": "b8f2d47b86c0cbfd3bdac998a81fb8acad5d0f97b418708784705d7b02f51d10",
-        "build/*.envelopes": "003794c79e0dfe1758e2d245ecffcb043491a8d9a1923f9ddb198ad835b4c82d",
+        "build/*.envelopes": "178970b3844234a6e39560cdeccc871993aa3199008bb9a2b7d447429c6f79e9",
+        "build/*/log/checkpoint": (
+            "1e95e2ec437446621b505d0dd4b1a3445956cc4a45a637fd4291c28fed72b04d"
+        ),
+        "zones/*.checkpoints": "8fc62dc1675a44161b48233c04972ffc80ccf70eea4af74771b3d155029d2007",
         "build/*.zone": "f33a5e03c5a70034bf8e298a8dfd04f0734556ec3a2bfd25e984d14c48d5c174",
         "zones/*.log": "b2604804367cdbecc4aca75d37fd99620e92a170b1fa2af6a9d43906407f013d",
         "zones/*.state.json": "ac37c3ca1994d5a6dfbe22c40d917b28501a9be773c6595c6eb0f23142ed7cdb",
@@ -90,7 +104,9 @@ def _b64url(data: bytes) -> str:
 
 
 def _write_keys(keys: Path, zone: str, handle_dirs: list[str]) -> None:
-    """Epoch-1 handle keys and a KSK and ZSK in the key store's layout, from fixed seeds."""
+    """Epoch-1 handle keys, a KSK and ZSK and the log key in the key store's layout, from
+    fixed seeds."""
+    _write_private(keys / zone / "_log" / "current.pem", _pem(_seed(zone, "log")))
     for name in handle_dirs:
         _write_private(keys / zone / name / "1.pem", _pem(_seed(zone, name, "key")))
         secret = _b64url(_seed(zone, name, "secret")).encode() + b"\n"
@@ -175,7 +191,7 @@ def _path(name: str, zone: str) -> str:
 
 def _outputs(root: Path, zone: str) -> dict[str, str]:
     names = ["build/*.zone", "build/*.envelopes", "build/*.ds", "zones/*.log"]
-    names.append("zones/*.state.json")
+    names += ["zones/*.state.json", "zones/*.checkpoints", "build/*/log/checkpoint"]
     return {
         name: hashlib.sha256((root / _path(name, zone)).read_bytes()).hexdigest() for name in names
     }

@@ -15,7 +15,18 @@ from typing import Annotated, Any, Final
 
 import typer
 
-from alter_publish.cli import dnssec, handler, handles, init, open, publish, resolve, sign, world
+from alter_publish.cli import (
+    dnssec,
+    handler,
+    handles,
+    init,
+    log,
+    open,
+    publish,
+    resolve,
+    sign,
+    world,
+)
 from alter_publish.cli.output import FailureError
 from alter_publish.errors import (
     EXIT_INTERNAL,
@@ -58,6 +69,12 @@ keys_app = typer.Typer(
     help="Handle and zone key status across zones.",
     no_args_is_help=True,
 )
+log_app = typer.Typer(
+    context_settings=HELP_SETTINGS,
+    name="log",
+    help="Audit a zone's published transparency log (C2SP checkpoints and tiles).",
+    no_args_is_help=True,
+)
 
 app.command()(sign.sign)
 app.command()(sign.verify)
@@ -86,6 +103,9 @@ app.command("export")(publish.export_command)
 app.command()(world.check)
 app.add_typer(keys_app)
 keys_app.command("status")(handles.keys_status)
+app.add_typer(log_app)
+log_app.command("verify")(log.log_verify)
+log_app.command("consistency")(log.log_consistency)
 
 
 def _version_callback(value: bool) -> None:
@@ -147,6 +167,9 @@ SUMMARIES: Final = {
     ("check",): "Check the published zone at its parent and every server.",
     ("keys",): "Handle and zone key status across zones.",
     ("keys", "status"): "Show key epochs and states, and what is due next.",
+    ("log",): "Audit a zone's published transparency log.",
+    ("log", "verify"): "Recompute a log's tiles and root; check its checkpoint.",
+    ("log", "consistency"): "Check that a newer checkpoint extends an older one.",
     ("dnssec",): "Zone DNSSEC keys, rollovers and the DS for the parent.",
     ("dnssec", "keygen"): "Create a zone's KSK and ZSK and print the DS.",
     ("dnssec", "ds"): "Print the zone's DNSSEC keys and the DS records.",

@@ -46,6 +46,7 @@ from alter_publish.format.envelope import (
 )
 from alter_publish.format.handles import Handle
 from alter_publish.interrupts import deferred_interrupts
+from alter_publish.keys.logkey import LogKeyStore
 from alter_publish.keys.pem import (
     ensure_gitignore,
     load_private_key,
@@ -204,6 +205,11 @@ class KeyStore:
         """
         if zone not in self.checked:
             self.zones.check_dirs(zone)
+
+    @property
+    def logs(self) -> LogKeyStore:
+        """The zones' transparency log keys, under the same root with the same passphrase."""
+        return LogKeyStore(self.root, self.passphrase)
 
     @property
     def zones(self) -> ZoneKeyStore:

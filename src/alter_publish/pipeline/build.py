@@ -54,6 +54,7 @@ from alter_publish.pipeline.render import (
     template_context,
 )
 from alter_publish.pipeline.reports import Change
+from alter_publish.pipeline.transparency import Publication
 from alter_publish.verify.proof import (
     Expectation,
 )
@@ -82,6 +83,8 @@ class ZonePlan:
     log_frontier: tuple[tuple[int, str], ...] = ()
     #: What this run changes and why.
     changes: tuple[Change, ...] = ()
+    #: The log's checkpoint and tiles to write (None: not published).
+    publication: Publication | None = None
 
     @property
     def anchors(self) -> tuple[TrustAnchor, ...]:

@@ -1,5 +1,6 @@
-"""Writing a run: log first, then serial state, then outputs (a crash never leaves outputs
-the log lacks), for a full run and a patched one alike. The outputs are one set, switched
+"""Writing a run: log first (with its checkpoint history and tiles), then serial state,
+then outputs (a crash never leaves outputs the log lacks), for a full run and a patched
+one alike. The outputs are one set, switched
 at once (:mod:`alter_publish.outputset`): a kill at any instant leaves the whole previous
 set or the whole new one.
 """
@@ -29,6 +30,7 @@ from alter_publish.keys.lifecycle import revocations_path_for
 from alter_publish.outputset import OutputSet, Staging, sweep_links, sweep_stores
 from alter_publish.pipeline.context import RunContext
 from alter_publish.pipeline.paths import zone_outputs
+from alter_publish.pipeline.transparency import Publication, write_publication
 
 
 @dataclass(frozen=True, slots=True)
@@ -59,6 +61,8 @@ class Writes:
     envelopes_file: Text | Chunks | None
     #: The DS file's bytes; ``b""`` for an unsigned zone (a stale DS goes); None: left alone.
     ds: bytes | None = None
+    #: The log as a transparency log: checkpoint history, tiles, checkpoint (None: none).
+    publication: Publication | None = None
 
 
 def commit(ctx: RunContext, writes: Writes) -> list[str]:
@@ -84,6 +88,12 @@ def _commit(ctx: RunContext, writes: Writes) -> list[str]:
         if not dry_run:
             writes.append_log()
         written.append(str(writes.log_path))
+    if writes.publication is not None:
+        if dry_run:
+            if writes.publication.new_note is not None:
+                written.append(str(writes.publication.history.path))
+        else:
+            written += write_publication(writes.publication)
     state_path = state_path_for(writes.definition)
     outputs = zone_outputs(ctx.out, writes.zone)
     current = outputs.current()

@@ -127,6 +127,7 @@ class Planned:
             zone_file=Text(plan.zone_text),
             envelopes_file=Text(envelopes),
             ds=signed_zone.ds_text.encode("ascii") if signed_zone else b"",
+            publication=plan.publication,
         )
         written = commit(ctx, writes)
         if not ctx.check:

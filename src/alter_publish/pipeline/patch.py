@@ -82,6 +82,15 @@ from alter_publish.pipeline.render import (
     template_context,
 )
 from alter_publish.pipeline.reports import Stopwatch, ZoneResult, zone_result
+from alter_publish.pipeline.transparency import (
+    Publication,
+    checkpoints_path_for,
+    log_dir,
+    plan_publication,
+    read_history,
+    resumed_tree,
+    with_proofs,
+)
 from alter_publish.verify.proof import Expectation, ProofReport, prove_zone
 from alter_publish.version import __version__
 
@@ -216,6 +225,26 @@ def _chain(ctx: RunContext, base: _Base) -> _Chained | None:
         public = SigningKey.from_seed(seed).public
         chain.add(handle_spec, LoadedKey(handle_spec.handle, epoch, public, commitment, seed))
     return _Chained(log_path, raw_log, chain, handle_expectations(chain.signed, index))
+
+
+def _publication(ctx: RunContext, base: _Base, chain: EnvelopeChain) -> Publication | None:
+    """The log's checkpoint and tiles after the chain, resumed from the stored tiles; None
+    when the history or tiles are behind the log (a full run brings them up to it).
+
+    Raises:
+        KeyStoreError: the zone has checkpoints but its log key is gone.
+        RenderError: the checkpoint history is unreadable.
+    """
+    spec = base.spec
+    new = [entry.to_bytes() for entry in chain.new_entries]
+    base_size = chain.tree.size - len(new)
+    history = read_history(checkpoints_path_for(spec.path))
+    if (history.sizes[-1] if history.sizes else 0) != base_size:
+        return None
+    tree = resumed_tree(log_dir(ctx.out, spec.origin), base_size, new, chain.tree.root())
+    if tree is None:
+        return None
+    return plan_publication(ctx.keys, spec.origin, spec.path, ctx.out, tree, create=ctx.create_keys)
 
 
 @dataclass(frozen=True, slots=True)
@@ -441,6 +470,7 @@ class Patched:
     handle_lines: tuple[str, ...]
     proof: ProofReport
     watch: Stopwatch
+    publication: Publication
     rank = 1
 
     @property
@@ -511,6 +541,7 @@ class Patched:
             state=self.state,
             zone_file=None if self.zone is None else Chunks(self.zone),
             envelopes_file=None if self.envelopes is None else Chunks(self.envelopes),
+            publication=self.publication,
         )
 
     def _remember(self, ctx: RunContext) -> None:
@@ -546,6 +577,11 @@ def patched(ctx: RunContext, start: ZoneStart) -> Patched | None:
         chained = _chain(ctx, base)
     if chained is None:
         return None
+    with watch.stage("log"):
+        publication = _publication(ctx, base, chained.chain)
+    if publication is None:
+        return None
+    chained.chain.signed = with_proofs(chained.chain.signed, publication)
     signed = chained.chain.signed
     outputs = current_outputs(ctx.out, base.spec.origin)  # resolved once: one set
     made = _patched_zone(ctx, base, signed, watch, outputs)
@@ -584,4 +620,5 @@ def patched(ctx: RunContext, start: ZoneStart) -> Patched | None:
         handle_lines=lines,
         proof=proof,
         watch=watch,
+        publication=publication,
     )

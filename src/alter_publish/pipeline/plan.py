@@ -16,7 +16,8 @@ from alter_publish.definition.state import (
 from alter_publish.dns.dnssec import SignedZone, choose_window, sign_records
 from alter_publish.dns.records import SignedRRs, ZoneRecords, unsigned_rrsets
 from alter_publish.dns.zonekeys import ZoneKey
-from alter_publish.format.identitylog import log_path_for, read_log
+from alter_publish.format.identitylog import IdentityLog, log_path_for, read_log
+from alter_publish.format.tiles import TreeHashes
 from alter_publish.keys.lifecycle import (
     LogIndex,
     read_revocations,
@@ -34,6 +35,7 @@ from alter_publish.pipeline.build import (
 from alter_publish.pipeline.chain import EnvelopeChain, handle_expectations, run_chain
 from alter_publish.pipeline.context import RunContext
 from alter_publish.pipeline.reports import Stopwatch
+from alter_publish.pipeline.transparency import Publication, plan_publication, with_proofs
 
 
 def plan_zone(
@@ -61,6 +63,8 @@ def plan_zone(
         chain = EnvelopeChain(spec, ctx.keys, ctx.now, index, revocations, log.tree())
         run_chain(ctx, chain, log)
         expectations = handle_expectations(chain.signed, index)
+    with watch.stage("log"):
+        publication = _publish_log(ctx, spec, log, chain)
     with watch.stage("zone keys"):
         zone_keys = (
             ctx.keys.zones.current(spec.origin, create=ctx.create_keys, now=ctx.now)
@@ -112,7 +116,26 @@ def plan_zone(
         layout=rendered.layout,
         log_frontier=tuple(chain.tree.frontier()),
         changes=tuple(changes),
+        publication=publication,
     )
+
+
+def _publish_log(
+    ctx: RunContext, spec: ZoneSpec, log: IdentityLog, chain: EnvelopeChain
+) -> Publication:
+    """The log's tiles rebuilt from every entry, the run's checkpoint, and each envelope's
+    tlog-proof (set on ``chain.signed``).
+
+    Raises:
+        KeyStoreError: the zone has checkpoints but its log key is gone.
+        RenderError: the checkpoint history is unreadable.
+    """
+    tree = TreeHashes.of_entries(entry.to_bytes() for entry in (*log.entries, *chain.new_entries))
+    publication = plan_publication(
+        ctx.keys, spec.origin, spec.path, ctx.out, tree, create=ctx.create_keys
+    )
+    chain.signed = with_proofs(chain.signed, publication)
+    return publication
 
 
 def _sign(

@@ -39,6 +39,8 @@ class SignedHandle:
     spec: HandleSpec
     envelope: Envelope
     revocations: tuple[Revocation, ...] = ()
+    #: The envelope's c2sp.org/tlog-proof (None: no signed checkpoint covers it yet).
+    tlog_proof: str | None = None
 
 
 def _environment(templates: Path) -> jinja2.Environment:
@@ -173,6 +175,8 @@ def envelope_line(item: SignedHandle) -> str:
         "text": item.envelope.to_text(),
         "txt_strings": list(item.envelope.txt_strings()),
     } | ({"revocations": [r.to_text() for r in item.revocations]} if item.revocations else {})
+    if item.tlog_proof is not None:
+        mapping["tlog_proof"] = item.tlog_proof
     return "    " + _ENCODE_LINE(mapping)
 
 

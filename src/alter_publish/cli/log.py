@@ -1,0 +1,83 @@
+"""``log verify`` and ``log consistency``: audit a zone's published transparency log."""
+
+from __future__ import annotations
+
+import base64
+from pathlib import Path
+from typing import Annotated
+
+import typer
+
+from alter_publish.cli.options import JsonOption
+from alter_publish.cli.output import emit_json
+from alter_publish.errors import UsageError, VerificationError
+from alter_publish.format.note import Verifier
+from alter_publish.verify.logaudit import audit_log, consistency
+
+KeyOption = Annotated[
+    str,
+    typer.Option("--key", help="The log's verifier key (name+hex+base64), or a file holding it."),
+]
+
+
+def _verifier(key: str) -> Verifier:
+    """The verifier key given inline or in a file."""
+    text = key
+    if "+" not in key:
+        try:
+            text = Path(key).read_text(encoding="utf-8").strip()
+        except OSError as exc:
+            raise UsageError(f"cannot read: {exc.strerror}", where=key) from exc
+    try:
+        return Verifier.parse(text)
+    except VerificationError as exc:
+        raise UsageError(exc.what, where="--key") from exc
+
+
+def log_verify(
+    directory: Annotated[Path, typer.Argument(help="The log directory (build/<zone>/log).")],
+    key: KeyOption,
+    older: Annotated[
+        list[Path] | None,
+        typer.Option("--older", help="An older checkpoint the log must extend (repeatable)."),
+    ] = None,
+    json_output: JsonOption = False,
+) -> None:
+    """Recompute every tile and the root from the entries and check the checkpoint."""
+    audit = audit_log(directory, _verifier(key), tuple(older or ()))
+    checkpoint = audit.checkpoint
+    if json_output:
+        emit_json(
+            {
+                "ok": True,
+                "origin": checkpoint.origin,
+                "size": checkpoint.size,
+                "root": base64.b64encode(checkpoint.root).decode(),
+                "tiles": audit.tiles,
+                "bundles": audit.bundles,
+                "extends": list(audit.extends),
+            }
+        )
+        return
+    typer.echo(
+        f"{directory}: ok: {checkpoint.origin} size {checkpoint.size}, "
+        f"{audit.tiles} tiles and {audit.bundles} entry bundles recomputed"
+        + (f", extends sizes {', '.join(map(str, audit.extends))}" if audit.extends else "")
+    )
+
+
+def log_consistency(
+    old: Annotated[Path, typer.Argument(help="The older checkpoint file.")],
+    new: Annotated[Path, typer.Argument(help="The newer checkpoint file.")],
+    key: KeyOption,
+    tiles: Annotated[
+        Path, typer.Option("--tiles", help="The log directory the proof is made from.")
+    ],
+    json_output: JsonOption = False,
+) -> None:
+    """Check that a newer checkpoint extends an older one."""
+    added = consistency(old, new, _verifier(key), tiles)
+    if json_output:
+        emit_json({"ok": True, "added": added})
+        return
+    typer.echo(f"{new}: ok: extends {old} by {added} entries")

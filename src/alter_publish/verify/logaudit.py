@@ -1,0 +1,173 @@
+"""Auditing a zone's published transparency log (``alter-publish log``): recompute every
+tile and the root from the entry bundles, check the checkpoint's signature, and check
+that checkpoints extend one another.
+
+Failures raise :class:`VerificationError` with one of the log categories:
+``tampered-entry`` (an entry, a tile or the root is not what the entries give),
+``dropped-entry`` (a bundle or entry is missing), ``equivocation`` (two signed roots for
+one size), ``fork`` (a newer checkpoint does not extend an older one), ``rollback`` (a
+checkpoint older than one seen before), ``bad-signature``, ``malformed``.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass
+from pathlib import Path
+
+from alter_publish.errors import VerificationError
+from alter_publish.format.note import Note, Verifier
+from alter_publish.format.tiles import TreeHashes, bundle_tiles, decode_entries, tiles_for_size
+from alter_publish.format.tlog import Checkpoint, consistency_proof, verify_consistency
+
+CHECKPOINT_FILE = "checkpoint"
+
+
+@dataclass(frozen=True, slots=True)
+class LogAudit:
+    """A log directory that passed the audit: its checkpoint and what was checked."""
+
+    directory: Path
+    checkpoint: Checkpoint
+    tiles: int
+    bundles: int
+    extends: tuple[int, ...]  # the sizes of the older checkpoints it was found to extend
+
+
+def signed_checkpoint(text: str, verifier: Verifier, where: str) -> Checkpoint:
+    """The checkpoint of a signed note, its signature and origin checked.
+
+    Raises:
+        VerificationError: ``bad-signature`` or ``malformed``.
+    """
+    try:
+        note = Note.parse(text)
+        note.verify(verifier)
+        checkpoint = Checkpoint.parse(note.text)
+    except VerificationError as exc:
+        raise VerificationError(exc.what, where=where, category=exc.category) from exc
+    if checkpoint.origin != verifier.name:
+        raise VerificationError(
+            f"origin {checkpoint.origin!r} is not the key's {verifier.name!r}",
+            where=where,
+            category="bad-signature",
+        )
+    return checkpoint
+
+
+def _read(path: Path, category: str) -> bytes:
+    try:
+        return path.read_bytes()
+    except OSError as exc:
+        raise VerificationError(
+            f"cannot read: {exc.strerror}", where=str(path), category=category
+        ) from exc
+
+
+def _entries(directory: Path, size: int) -> list[bytes]:
+    """Every entry of the bundles of a tree of ``size``.
+
+    Raises:
+        VerificationError: ``dropped-entry``: a bundle or an entry is missing.
+    """
+    entries: list[bytes] = []
+    for tile in bundle_tiles(size):
+        path = directory / tile.path
+        try:
+            found = decode_entries(_read(path, "dropped-entry"))
+        except ValueError as exc:
+            raise VerificationError(str(exc), where=str(path), category="tampered-entry") from exc
+        if len(found) != tile.width:
+            category = "dropped-entry" if len(found) < tile.width else "tampered-entry"
+            raise VerificationError(
+                f"holds {len(found)} entries, not {tile.width}", where=str(path), category=category
+            )
+        entries += found
+    return entries
+
+
+def audit_log(directory: Path, verifier: Verifier, older: Sequence[Path] = ()) -> LogAudit:
+    """Check ``directory`` (a ``build/<zone>/log``): the checkpoint's signature, every
+    tile against the entries, the root, and that it extends each ``older`` checkpoint.
+
+    Raises:
+        VerificationError: the first problem, with its category (see the module).
+    """
+    where = str(directory / CHECKPOINT_FILE)
+    text = _read(directory / CHECKPOINT_FILE, "malformed").decode("utf-8", "replace")
+    checkpoint = signed_checkpoint(text, verifier, where)
+    tree = TreeHashes.of_entries(_entries(directory, checkpoint.size))
+    expected = dict(tree.changed())
+    hash_tiles = tiles_for_size(checkpoint.size)
+    for tile in hash_tiles:
+        path = directory / tile.path
+        if _read(path, "tampered-entry") != expected[tile]:
+            raise VerificationError(
+                "tile differs from the hashes of the entries",
+                where=str(path),
+                category="tampered-entry",
+            )
+    if tree.root() != checkpoint.root:
+        raise VerificationError(
+            f"the entries give another root than the checkpoint of size {checkpoint.size}",
+            where=where,
+            category="tampered-entry",
+        )
+    extends: list[int] = []
+    for path in older:
+        old = signed_checkpoint(
+            _read(path, "malformed").decode("utf-8", "replace"), verifier, str(path)
+        )
+        check_extends(old, checkpoint, tree, str(path))
+        extends.append(old.size)
+    return LogAudit(
+        directory, checkpoint, len(hash_tiles), len(bundle_tiles(checkpoint.size)), tuple(extends)
+    )
+
+
+def check_extends(old: Checkpoint, new: Checkpoint, tree: TreeHashes, where: str) -> None:
+    """Check that ``new`` extends ``old`` with a consistency proof made from ``tree`` (the
+    tree of ``new``, possibly read from untrusted tiles: the proof is checked against
+    both signed roots).
+
+    Raises:
+        VerificationError: ``rollback``, ``equivocation`` or ``fork``.
+        ValueError: ``tree`` cannot give a hash the proof needs.
+    """
+    if old.size > new.size:
+        raise VerificationError(
+            f"checkpoint of size {new.size} is older than the one of size {old.size} seen before",
+            where=where,
+            category="rollback",
+        )
+    proof = consistency_proof(tree.subtree, old.size, new.size) if old.size else []
+    try:
+        verify_consistency(old.size, new.size, old.root, new.root, proof)
+    except VerificationError as exc:
+        raise VerificationError(exc.what, where=where, category=exc.category) from exc
+
+
+def consistency(old_path: Path, new_path: Path, verifier: Verifier, tiles: Path) -> int:
+    """Check that the checkpoint in ``new_path`` extends the one in ``old_path`` (both
+    signed by ``verifier``), with a proof made from the tiles under ``tiles``.
+
+    Returns:
+        The number of entries added between them.
+
+    Raises:
+        VerificationError: ``bad-signature``, ``rollback``, ``equivocation``, ``fork``.
+    """
+    old = signed_checkpoint(
+        _read(old_path, "malformed").decode("utf-8", "replace"), verifier, str(old_path)
+    )
+    new = signed_checkpoint(
+        _read(new_path, "malformed").decode("utf-8", "replace"), verifier, str(new_path)
+    )
+    tree = TreeHashes(new.size, lambda tile: (tiles / tile.path).read_bytes())
+    try:
+        check_extends(old, new, tree, str(new_path))
+    except (OSError, ValueError) as exc:
+        raise VerificationError(
+            f"cannot read the tiles: {exc}", where=str(tiles), category="dropped-entry"
+        ) from exc
+    return new.size - old.size
