@@ -92,7 +92,7 @@ def tls_server(certificate: Certificate, host: str = "127.0.0.1") -> Iterator[TL
     def remember(_sock: ssl.SSLObject, name: str | None, _ctx: ssl.SSLContext) -> None:
         names.append(name)
 
-    context.sni_callback = remember  # type: ignore[assignment]  # typeshed: SSLSocket|SSLObject
+    context.sni_callback = remember
     listener = socket.create_server((host, 0))
     listener.settimeout(0.2)
     stop = threading.Event()
