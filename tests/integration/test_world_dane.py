@@ -48,9 +48,7 @@ def test_check_reports_the_matching_and_the_mismatching_endpoint(
     definition = workspace / "zones" / "example.com.yaml"
     with tls_server(published) as good, tls_server(other) as bad:
         text = definition.read_text()
-        text = text.replace(
-            "hosts: {", "hosts: {good: [127.0.0.1], bad: [127.0.0.1], ", 1
-        ).replace(
+        text = text.replace("hosts: {", "hosts: {good: [127.0.0.1], bad: [127.0.0.1], ", 1).replace(
             "  - ~drew\n",
             f"  - handle: ~drew\n"
             f"    resolver: https://good.example.com:{good.port}/drew\n"
@@ -110,4 +108,5 @@ def test_check_reports_the_matching_and_the_mismatching_endpoint(
     assert bad_verdict.category == "mismatch", bad_verdict.detail
     assert bad_verdict.blocks_dispatch
     assert "erin" not in bad_verdict.detail
-    assert good.names and set(good.names) == {"good.example.com"}
+    assert good.names
+    assert set(good.names) == {"good.example.com"}
