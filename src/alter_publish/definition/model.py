@@ -12,12 +12,25 @@ from typing import Any
 import dns.name
 
 from alter_publish.definition.loader import Mark, Node, load_yaml, load_yaml_text
+from alter_publish.definition.tls import (
+    TLSASet,
+    TLSEndpoint,
+    TLSSpec,
+    read_endpoints,
+    read_tls_node,
+    resolver_endpoint,
+    tlsa_sets,
+)
 from alter_publish.definition.values import (
     NEVER,
     format_duration,
+    nsec3_iterations,
+    nsec3_salt,
     parse_duration,
     resolver_problem,
 )
+from alter_publish.definition.values import NSEC3_ITERATIONS_MAX as NSEC3_ITERATIONS_MAX
+from alter_publish.definition.values import NSEC3_SALT_MAX_OCTETS as NSEC3_SALT_MAX_OCTETS
 from alter_publish.errors import DefinitionError, HandleError
 from alter_publish.format.envelope import RESERVED_TAGS, TAG_NAME, TAG_VALUE, Tags
 from alter_publish.format.handles import Handle, normalize_domain, parse_handle
@@ -38,22 +51,21 @@ DEFAULT_PARENT_DS_TTL_SECONDS = 86400
 DEFAULT_PARENT_PROPAGATION_DELAY_SECONDS = 3600
 SIGNATURE_VALIDITY_MIN_SECONDS = 2 * 3600
 SIGNATURE_VALIDITY_MAX_SECONDS = 3660 * 86400  # BIND's limit; RRSIG times wrap at 2**32
-NSEC3_ITERATIONS_MAX = 150  # RFC 9276 3.2: validators may treat more as insecure (unbound does)
-NSEC3_SALT_MAX_OCTETS = 255
 
 _HOSTNAME = re.compile(r"(?:[a-z0-9_-]{1,63}\.)+")
 
-ZONE_FIELDS = frozenset({"zone", "ttl", "soa", "ns", "hosts", "envelopes", "dnssec", "handles"})
+ZONE_FIELDS = frozenset(
+    {"zone", "ttl", "soa", "ns", "hosts", "envelopes", "dnssec", "handles", "tls"}
+)
 DNSSEC_FIELDS = frozenset(
     {"enabled", "denial", "nsec3", "signature_validity", "refresh", "rollover"}
 )
 ROLLOVER_FIELDS = frozenset({"propagation_delay", "parent_ds_ttl", "parent_propagation_delay"})
 NSEC3_FIELDS = frozenset({"iterations", "salt"})
 DENIAL_METHODS = ("nsec", "nsec3")
-_HEX = re.compile(r"(?:[0-9a-f]{2})*")
 SOA_FIELDS = frozenset({"mname", "rname", "refresh", "retry", "expire", "minimum"})
 ENVELOPE_FIELDS = frozenset({"lifetime", "renew_before"})
-HANDLE_FIELDS = frozenset({"handle", "resolver", "lifetime", "ttl", "tags"})
+HANDLE_FIELDS = frozenset({"handle", "resolver", "lifetime", "ttl", "tags", "tls"})
 
 
 class _Problems:
@@ -166,6 +178,7 @@ class HandleSpec:
         ttl: TTL of its TXT record.
         extra_tags: further tags, in the order written.
         where: ``file:line:col`` of its entry.
+        tls: the resolver endpoint's certificate or key (its TLSA record), or None.
     """
 
     handle: Handle
@@ -175,6 +188,7 @@ class HandleSpec:
     ttl: int
     extra_tags: Tags
     where: str = field(compare=False)
+    tls: TLSSpec | None = None
 
     def envelope_tags(self) -> Tags:
         """The tags after ``rc=``: ``r=`` first (if any), then the extras."""
@@ -196,6 +210,13 @@ class ZoneSpec:
     renew_before: int
     handles: tuple[HandleSpec, ...]
     dnssec: DNSSECSpec = DNSSECSpec()
+    #: The zone-level ``tls:`` entries (resolver endpoints' certificates or keys).
+    endpoints: tuple[TLSEndpoint, ...] = ()
+
+    def tlsa_sets(self) -> tuple[TLSASet, ...]:
+        """The TLSA rrset of every endpoint a ``tls`` names, sorted by owner."""
+        named = ((h.resolver, h.tls) for h in self.handles if h.resolver and h.tls)
+        return tlsa_sets(self.origin, self.endpoints, named)
 
     @property
     def name(self) -> str:
@@ -224,8 +245,11 @@ class ZoneSpec:
                 entry["ttl"] = spec.ttl
             if spec.extra_tags:
                 entry["tags"] = dict(spec.extra_tags)
+            if spec.tls is not None:
+                entry["tls"] = spec.tls.to_mapping()
             handles.append(entry)
-        return {
+        tls = {e.key: e.tls.to_mapping() for e in self.endpoints}
+        return ({"tls": tls} if tls else {}) | {
             "zone": self.origin,
             "ttl": self.ttl,
             "soa": {
@@ -247,8 +271,10 @@ class ZoneSpec:
         }
 
     def warnings(self) -> tuple[str, ...]:
-        """What every run should say about this zone's weakened settings."""
-        return tuple(f"{self.path}: {warning}" for warning in self.dnssec.warnings())
+        """What every run should say about this zone's weakened settings, and each TLSA
+        record it cannot publish (its host is outside the zone)."""
+        outside = tuple(s.outside_warning(self.ttl) for s in self.tlsa_sets() if not s.inside)
+        return tuple(f"{self.path}: {warning}" for warning in (*self.dnssec.warnings(), *outside))
 
     @classmethod
     def from_node(cls, node: Node, path: Path) -> ZoneSpec:
@@ -258,28 +284,6 @@ class ZoneSpec:
             DefinitionError: one or more problems, each ``file:line:col: what`` in ``reasons``.
         """
         return _ZoneReader(node, path).read()
-
-
-def _nsec3_iterations(value: Any) -> int:
-    if isinstance(value, bool) or not isinstance(value, int) or value < 0:
-        raise ValueError("must be a whole number, 0 per RFC 9276")
-    if value > NSEC3_ITERATIONS_MAX:
-        raise ValueError(
-            f"over {NSEC3_ITERATIONS_MAX}: validators treat such zones as insecure (RFC 9276)"
-        )
-    return value
-
-
-def _nsec3_salt(value: Any) -> str:
-    if value is not None and not isinstance(value, str):
-        # YAML reads 0012 as the number 10: a salt must be written as text to mean what it says
-        raise ValueError("write the salt as quoted text, e.g. \"a1b2\", or '-' for none")
-    text = "" if value is None else value.strip().lower()
-    if text in ("", "-"):
-        return ""
-    if not _HEX.fullmatch(text) or len(text) // 2 > NSEC3_SALT_MAX_OCTETS:
-        raise ValueError(f"must be hex (up to {NSEC3_SALT_MAX_OCTETS} octets) or '-' for none")
-    return text
 
 
 def _keys_of(node: Node) -> frozenset[str]:
@@ -460,6 +464,9 @@ class _ZoneReader:
                 self.problems.add(
                     node.mark, f"handle {handle.ref!r}: resolver {node.value!r}: {problem}"
                 )
+        tls = None
+        if (node := fields.get("tls")) is not None:
+            tls = self.tls(node, handle.ref, resolver, fields.get("resolver"))
         extra: list[tuple[str, str]] = []
         if (node := fields.get("tags")) is not None:
             for name, value_node in self.mapping(node, _keys_of(node), "tags").items():
@@ -487,7 +494,16 @@ class _ZoneReader:
             ttl=self.ttl(fields.get("ttl"), "ttl", ttl),
             extra_tags=tuple(extra),
             where=str(handle_node.mark),
+            tls=tls,
         )
+
+    def tls(self, node: Node, ref: str, resolver: str | None, at: Node | None) -> TLSSpec | None:
+        endpoint = resolver_endpoint(resolver) if resolver else "tls needs a resolver"
+        if isinstance(endpoint, str):
+            if resolver or at is None:  # a bad resolver is said once, at the resolver
+                self.problems.add(node.mark, f"handle {ref!r}: {endpoint}")
+            return None
+        return read_tls_node(node, self.path.parent, self.problems.add)
 
     def dnssec(self, node: Node | None) -> DNSSECSpec:
         if node is None:
@@ -517,9 +533,9 @@ class _ZoneReader:
         if "nsec3" in fields:
             nsec3 = self.mapping(fields["nsec3"], NSEC3_FIELDS, "dnssec nsec3")
             iterations = self.checked(
-                nsec3.get("iterations"), _nsec3_iterations, "nsec3 iterations", 0
+                nsec3.get("iterations"), nsec3_iterations, "nsec3 iterations", 0
             )
-            salt = self.checked(nsec3.get("salt"), _nsec3_salt, "nsec3 salt", "")
+            salt = self.checked(nsec3.get("salt"), nsec3_salt, "nsec3 salt", "")
         validity = self.ttl(
             fields.get("signature_validity"),
             "signature_validity",
@@ -642,6 +658,9 @@ class _ZoneReader:
         )
 
         dnssec = self.dnssec(top.get("dnssec"))
+        endpoints: tuple[TLSEndpoint, ...] = ()
+        if "tls" in top:
+            endpoints = read_endpoints(top["tls"], self.path.parent, self.problems.add)
 
         handles: list[HandleSpec] = []
         seen: dict[str, str] = {}
@@ -675,4 +694,5 @@ class _ZoneReader:
             renew_before=renew_before,
             handles=tuple(handles),
             dnssec=dnssec,
+            endpoints=endpoints,
         )

@@ -1,4 +1,4 @@
-"""Values of a zone definition: durations, times in UTC, resolver URIs."""
+"""Values of a zone definition: durations, times in UTC, resolver URIs, NSEC3 settings."""
 
 from __future__ import annotations
 
@@ -17,6 +17,9 @@ _RESOLVER_HOST = re.compile(
     r"(?=.{1,253}\.?$)(?:[a-z0-9_](?:[a-z0-9_-]{0,61}[a-z0-9_])?\.)*"
     r"[a-z0-9_](?:[a-z0-9_-]{0,61}[a-z0-9_])?\.?"
 )
+NSEC3_ITERATIONS_MAX = 150  # RFC 9276 3.2: validators may treat more as insecure (unbound does)
+NSEC3_SALT_MAX_OCTETS = 255
+_HEX = re.compile(r"(?:[0-9a-f]{2})*")
 #: What a definition's ``resolver:`` may use (spec section 4 allows any URI in ``r=``).
 RESOLVER_SCHEMES = ("https", "http")
 
@@ -95,3 +98,35 @@ def format_span(seconds: int) -> str:
 def format_utc(seconds: int) -> str:
     """Unix seconds as an RFC 3339 UTC time, like ``2026-01-01T00:00:00Z``."""
     return time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime(seconds))
+
+
+def nsec3_iterations(value: Any) -> int:
+    """A ``dnssec.nsec3.iterations`` value.
+
+    Raises:
+        ValueError: not a whole number up to :data:`NSEC3_ITERATIONS_MAX`.
+    """
+    if isinstance(value, bool) or not isinstance(value, int) or value < 0:
+        raise ValueError("must be a whole number, 0 per RFC 9276")
+    if value > NSEC3_ITERATIONS_MAX:
+        raise ValueError(
+            f"over {NSEC3_ITERATIONS_MAX}: validators treat such zones as insecure (RFC 9276)"
+        )
+    return value
+
+
+def nsec3_salt(value: Any) -> str:
+    """A ``dnssec.nsec3.salt`` value as lowercase hex (``""`` for none).
+
+    Raises:
+        ValueError: not quoted hex text or ``-``.
+    """
+    if value is not None and not isinstance(value, str):
+        # YAML reads 0012 as the number 10: a salt must be written as text to mean what it says
+        raise ValueError("write the salt as quoted text, e.g. \"a1b2\", or '-' for none")
+    text = "" if value is None else value.strip().lower()
+    if text in ("", "-"):
+        return ""
+    if not _HEX.fullmatch(text) or len(text) // 2 > NSEC3_SALT_MAX_OCTETS:
+        raise ValueError(f"must be hex (up to {NSEC3_SALT_MAX_OCTETS} octets) or '-' for none")
+    return text

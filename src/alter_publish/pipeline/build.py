@@ -50,6 +50,7 @@ from alter_publish.pipeline.render import (
     SignedHandle,
     content_digest,
     handle_rrsets,
+    missing_tlsa,
     render_zone_text,
     template_context,
 )
@@ -211,6 +212,12 @@ def render(
         if plain
         else render_zone_text(templates, template_context(spec, signed, serial, version, rrsets))
     )
+    if (line := missing_tlsa(spec, zone_text)) is not None:
+        raise RenderError(
+            f"the zone template does not render the TLSA record {line!r} (render 'tlsa' as "
+            "the shipped zone.j2 does)",
+            where=str(templates),
+        )
     serial_index = text.find(sentinel) if plain else -1
     del text, draft  # two more copies of the zone otherwise live through signing
     layout_ = find_layout(zone_text, serial_index, rrsets)

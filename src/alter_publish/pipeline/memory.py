@@ -54,8 +54,10 @@ def fingerprint_inputs(
     zone_keys_dir: str,
     handle_keys: Sequence[tuple[str, int]],
     definition_text: str | None = None,
+    tls_files: Sequence[str] = (),
 ) -> Inputs:
-    """The :class:`Inputs` a run of ``definition`` (zone ``origin``) into ``ctx.out`` has."""
+    """The :class:`Inputs` a run of ``definition`` (zone ``origin``) into ``ctx.out`` has
+    (``tls_files``: the certificates and keys its TLSA records come from)."""
     zone_file, envelopes_file = output_paths(ctx.out, origin)
     return inputs_for(
         definition,
@@ -64,6 +66,7 @@ def fingerprint_inputs(
             revocations_path_for(definition),
             log_path_for(definition),
             state_path_for(definition),
+            *(Path(name) for name in tls_files),
         ),
         zone_keys_dir=zone_keys_dir,
         handle_keys=handle_keys,
@@ -116,6 +119,8 @@ def record_fingerprint(ctx: RunContext, plan: ZonePlan, source: str) -> list[str
         "ds": list(signed_zone.ds_text.splitlines()) if signed_zone else [],
         "dnssec": dnssec_summary(plan),
     }
+    if files := tls_files(spec):
+        summary["tls_files"] = files
     handle_lines = handle_key_lines(handle_keys, jobs=ctx.jobs)
     span = valid_span(plan.signed, plan.state.signatures, spec)
     write_fingerprint(ctx, spec, source, handle_keys, handle_lines, span, summary)
@@ -133,7 +138,15 @@ def write_fingerprint(
 ) -> None:
     """Record a proven, written run of ``spec`` (see :mod:`fingerprint`)."""
     zone_keys_dir = str(ctx.keys.zones.directory(spec.origin))
-    inputs = fingerprint_inputs(ctx, spec.path, spec.origin, zone_keys_dir, handle_keys, source)
+    inputs = fingerprint_inputs(
+        ctx,
+        spec.path,
+        spec.origin,
+        zone_keys_dir,
+        handle_keys,
+        source,
+        tls_files=[str(name) for name in summary.get("tls_files", ())],
+    )
     Fingerprint(
         digest=inputs.digest(handle_lines),
         valid_from=span[0],
@@ -143,6 +156,12 @@ def write_fingerprint(
         handle_keys=handle_keys,
         summary=summary,
     ).write(fingerprint_path(ctx.out, spec.path))
+
+
+def tls_files(spec: ZoneSpec) -> list[str]:
+    """The certificate and key files the zone's TLSA records come from: the record of a
+    run tracks them (an edit of one changes the zone's records, not the definition)."""
+    return sorted({str(path) for found in spec.tlsa_sets() for path in found.files})
 
 
 def shipped_templates(templates: Path) -> bool:

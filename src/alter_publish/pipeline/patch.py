@@ -168,6 +168,8 @@ def _base(ctx: RunContext, start: ZoneStart) -> _Base | None:
     ]:
         return None  # a handle renamed, or a TTL that may move the zone's largest
     spec = dataclasses.replace(zone, handles=handle_specs)
+    if record.summary.get("tls_files") or spec.tlsa_sets():
+        return None  # TLSA records (DANE): a full run renders and signs them
     state = SerialState.read(state_path_for(start.definition))
     if spec.origin != memo.zone or spec.dnssec.enabled != bool(memo.blocks):
         return None

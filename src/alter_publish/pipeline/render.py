@@ -108,10 +108,32 @@ def template_context(
         "soa": spec.soa,
         "ns": spec.ns,
         "hosts": hosts,
+        "tlsa": tlsa_context(spec),
         "records": records,
         "source": spec.path.name,
         "version": version,
     }
+
+
+def tlsa_context(spec: ZoneSpec) -> list[dict[str, Any]]:
+    """The TLSA records the zone publishes (its hosts' ``tls``), for the template."""
+    return [
+        {"owner": found.owner, "ttl": spec.ttl, "rdata": record.to_text()}
+        for found in spec.tlsa_sets()
+        if found.inside
+        for record in found.records
+    ]
+
+
+def missing_tlsa(spec: ZoneSpec, text: str) -> str | None:
+    """The first TLSA line the rendered ``text`` lacks (a template of its own that does
+    not render ``tlsa``), or None."""
+    for found in spec.tlsa_sets():
+        if found.inside:
+            for line in found.lines(spec.ttl):
+                if line not in text:
+                    return line
+    return None
 
 
 def render_zone_text(templates: Path, context: dict[str, Any]) -> str:

@@ -37,7 +37,12 @@ def unchanged(ctx: RunContext, start: ZoneStart) -> Unchanged | None:
     if record is None:
         return None
     inputs = fingerprint_inputs(
-        ctx, start.definition, record.zone, record.zone_keys_dir, record.handle_keys
+        ctx,
+        start.definition,
+        record.zone,
+        record.zone_keys_dir,
+        record.handle_keys,
+        tls_files=[str(name) for name in record.summary.get("tls_files", ())],
     )
     if not record.holds(inputs.digest(start.handle_lines), ctx.now):
         return None

@@ -1,8 +1,8 @@
 """``check``: after publishing, prove what the world sees of a zone against what ``sign``
 wrote: the chain of trust from the anchor, the parent's DS and delegation at every
 parent name server, every address of every name server of the zone (serial, alter1
-records handle by handle, signatures), and each recursive resolver given (see
-:mod:`alter_publish.verify.world`).
+records handle by handle, signatures), each recursive resolver given, and DANE at every
+https resolver endpoint the records name (see :mod:`alter_publish.verify.world`).
 """
 
 from __future__ import annotations
@@ -24,6 +24,7 @@ from alter_publish.errors import EXIT_DRIFT, EXIT_OK, EXIT_VERIFICATION, RenderE
 from alter_publish.keys.store import KeyStore
 from alter_publish.pipeline.paths import current_outputs, ds_path, output_paths
 from alter_publish.pipeline.verification import expectations_for
+from alter_publish.verify.dane import lookup_from_root
 from alter_publish.verify.delegation import check_parent
 from alter_publish.verify.world import (
     WORLD_TIMEOUT_SECONDS,
@@ -33,6 +34,7 @@ from alter_publish.verify.world import (
     Prober,
     Server,
     check_chain,
+    check_dane,
     check_resolvers,
     check_servers,
     denial_findings,
@@ -114,6 +116,8 @@ def check_world(
     through = check_resolvers(
         spec, resolvers, expected, now=now, anchors=anchors, hints=hints, timeout=timeout
     )
+    lookup = lookup_from_root(hints, anchors, now=now, timeout=timeout, port=port)
+    dane = check_dane(spec, lookup, timeout=timeout)
     if any(finding.code == "serial-behind" for finding in servers):
         through = [_stale(finding) for finding in through]
     findings = [
@@ -122,6 +126,7 @@ def check_world(
         *check_parent(spec.origin, located, expected, prober, signed=signed),
         *servers,
         *through,
+        *dane,
         *prober.findings(),
     ]
     return WorldReport(spec.origin, expected.serial, located, tuple(findings))

@@ -7,7 +7,9 @@ Each finding has a stable ``code``, a ``severity`` and the ``server`` it came fr
 - ``error``: the world sees something the zone owner did not publish, or cannot see
   what they did (a wrong DS, a lame server, records other than ``sign`` proved);
 - ``converging``: a server still serves an older serial (it has not caught up yet);
-- ``warning``: works, but worth knowing (NSEC lets anyone list every handle).
+- ``warning``: works, but worth knowing (NSEC lets anyone list every handle);
+- ``info``: checked and as it should be (a resolver endpoint's certificate matches its
+  validated TLSA: ``dane-match``), said so that a check of DANE shows what it checked.
 
 Servers are found from the root, as a resolver finds them (``locate``): the parent is
 the zone whose servers refer to the zone; the zone's own name servers are the ones its
@@ -35,6 +37,7 @@ from dns.rdtypes.ANY.DNSKEY import DNSKEY
 from dns.rdtypes.dsbase import DSBase
 
 from alter_publish.definition.model import ZoneSpec
+from alter_publish.definition.tls import TLSASet
 from alter_publish.dns.anchors import TrustAnchor
 from alter_publish.dns.chain import ChainWalker
 from alter_publish.dns.hints import RootHints
@@ -49,12 +52,13 @@ from alter_publish.dns.iterate import (
 )
 from alter_publish.dns.validation import DNSSECStatus
 from alter_publish.errors import AlterError, ResolveError
+from alter_publish.verify.dane import DaneLookup, DaneVerdict, check_endpoint, endpoint_of
 from alter_publish.verify.proof import Expectation, ProofReport, prove_served
 
 #: How long one try of a question to one server may take (two tries over UDP).
 WORLD_TIMEOUT_SECONDS = 2.0
 
-SEVERITIES = ("error", "converging", "warning")
+SEVERITIES = ("error", "converging", "warning", "info")
 
 #: Every finding code, with its severity (docs/after-publishing.md explains each).
 CODES: Mapping[str, str] = {
@@ -87,6 +91,15 @@ CODES: Mapping[str, str] = {
     "chain-insecure": "error",
     "chain-unreachable": "error",
     "ipv6-unreachable": "warning",
+    "dane-match": "info",
+    "dane-mismatch": "error",
+    "dane-unreachable": "error",
+    "dane-tlsa-bogus": "error",
+    "dane-tlsa-missing": "error",
+    "dane-tlsa-insecure": "error",
+    "dane-tlsa-differs": "error",
+    "dane-lookup-failed": "error",
+    "dane-unsupported": "warning",
 }
 
 
@@ -642,3 +655,53 @@ def denial_findings(spec: ZoneSpec) -> list[Finding]:
             )
         ]
     return []
+
+
+# --- DANE at the resolver endpoints ----------------------------------------------------
+
+#: The finding of each DANE verdict (None: nothing to say when the definition names no
+#: TLS for the endpoint; see :func:`check_dane`).
+_DANE_CODES: Mapping[str, str] = {
+    "match": "dane-match",
+    "mismatch": "dane-mismatch",
+    "unreachable": "dane-unreachable",
+    "bogus-tlsa": "dane-tlsa-bogus",
+    "lookup-failed": "dane-lookup-failed",
+    "unsupported": "dane-unsupported",
+    "no-tlsa": "dane-tlsa-missing",
+    "insecure-tlsa": "dane-tlsa-insecure",
+}
+
+
+def check_dane(spec: ZoneSpec, lookup: DaneLookup, *, timeout: float) -> list[Finding]:
+    """Every ``https`` resolver endpoint the zone's records name (and each its ``tls``
+    names): its TLSA looked up and validated from the trust anchor, and where there is
+    a secure rrset, the certificate the endpoint presents compared with it. An endpoint
+    the definition gives no ``tls`` is reported only when it has TLSA records."""
+    declared = {(found.host.rstrip("."), found.port): found for found in spec.tlsa_sets()}
+    endpoints = set(declared)
+    for handle in spec.handles:
+        endpoint = endpoint_of(handle.resolver) if handle.resolver else "none"
+        if not isinstance(endpoint, str):
+            endpoints.add(endpoint)
+    findings: list[Finding] = []
+    for host, port in sorted(endpoints):
+        verdict = check_endpoint(f"https://{host}:{port}/", lookup, timeout)
+        findings += _dane_findings(verdict, declared.get((host, port)))
+    return findings
+
+
+def _dane_findings(verdict: DaneVerdict, declared: TLSASet | None) -> list[Finding]:
+    where = f"https://{verdict.host}:{verdict.port}"
+    if declared is None and verdict.category in ("no-tlsa", "insecure-tlsa"):
+        return []  # no usable TLSA, and the definition asks for none
+    found = [Finding(_DANE_CODES[verdict.category], verdict.detail, where)]
+    secure = verdict.category in ("match", "mismatch", "unreachable", "unsupported")
+    if declared is not None and declared.inside and secure:
+        served = set(verdict.records)
+        if served != set(declared.records):
+            wanted = " / ".join(record.to_text() for record in declared.records)
+            shown = " / ".join(sorted(record.to_text() for record in served))
+            message = f"{declared.owner} serves TLSA {shown}; the definition's tls gives {wanted}"
+            found.append(Finding("dane-tlsa-differs", message, where))
+    return found

@@ -1,0 +1,112 @@
+"""DANE at resolver endpoints on the loopback hierarchy (issue 18 part 4): ``sign``
+publishes the TLSA of two endpoints, ns1 and ns2 serve the zone, unbound validates the
+TLSA (AD), and ``check`` connects to both loopback TLS endpoints: the one presenting the
+published key is ``dane-match``, the one presenting another certificate
+``dane-mismatch`` (exit 1). ``check_endpoint`` (the open command's guard) agrees."""
+
+from __future__ import annotations
+
+import json
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+
+import dns.flags
+import dns.rdatatype
+
+from alter_publish.dns.anchors import read_trust_anchors
+from alter_publish.dns.hints import read_root_hints
+from alter_publish.errors import EXIT_VERIFICATION
+from alter_publish.verify.dane import check_endpoint, lookup_from_root
+from tests.integration.hierarchy import HierarchyLab, Scenario, resolver_query
+from tests.tlsfixtures import make_certificate, tls_server
+
+_RUN_CLI = "from alter_publish.cli import main; main()"
+
+
+def _cli(workspace: Path, *args: str) -> subprocess.CompletedProcess[str]:
+    return subprocess.run(
+        [sys.executable, "-c", _RUN_CLI, *args],
+        cwd=workspace,
+        capture_output=True,
+        text=True,
+        timeout=180,
+        check=False,
+    )
+
+
+def test_check_reports_the_matching_and_the_mismatching_endpoint(
+    hierarchy_lab: HierarchyLab, tmp_path: Path
+) -> None:
+    hierarchy = hierarchy_lab.apply(Scenario.ALL_GOOD)
+    workspace = tmp_path / "ws"
+    shutil.copytree(hierarchy.workspace, workspace, symlinks=True)
+    certs = workspace / "zones" / "certs"
+    published = make_certificate(certs, "published", "good.example.com")
+    other = make_certificate(certs, "other", "bad.example.com")
+    definition = workspace / "zones" / "example.com.yaml"
+    with tls_server(published) as good, tls_server(other) as bad:
+        text = definition.read_text()
+        text = text.replace("hosts: {", "hosts: {good: [127.0.0.1], bad: [127.0.0.1], ", 1).replace(
+            "  - ~drew\n",
+            f"  - handle: ~drew\n"
+            f"    resolver: https://good.example.com:{good.port}/drew\n"
+            f"    tls: {{cert: certs/published.pem}}\n"
+            f"  - handle: ~erin\n"
+            f"    resolver: https://bad.example.com:{bad.port}/erin\n"
+            f"    tls: {{public_key: certs/published.pub}}\n",
+        )
+        definition.write_text(text)
+        at = ("--now", str(hierarchy.now), "--allow-simulated-time")
+        signed = _cli(workspace, "sign", "--create-keys", *at)
+        assert signed.returncode == 0, signed.stderr
+        try:
+            hierarchy_lab.publish(workspace / "build" / "example.com.zone")
+            # unbound, validating from the root, finds the TLSA secure
+            answer = resolver_query(hierarchy, f"_{good.port}._tcp.good.example.com.", "TLSA")
+            assert answer.flags & dns.flags.AD
+            assert any(r.rdtype == dns.rdatatype.TLSA for r in answer.answer)
+            checked = _cli(
+                workspace,
+                "check",
+                "example.com",
+                "--json",
+                "--now",
+                str(hierarchy.now),
+                "--root-hints",
+                str(hierarchy.root_hints),
+                "--trust-anchor",
+                str(hierarchy.anchor_file),
+            )
+            # the open command's guard, through the same lookup
+            lookup = lookup_from_root(
+                read_root_hints(hierarchy.root_hints),
+                read_trust_anchors(hierarchy.anchor_file),
+                now=hierarchy.now,
+                timeout=2.0,
+                port=hierarchy.port,
+            )
+            good_verdict = check_endpoint(f"https://good.example.com:{good.port}/drew", lookup)
+            bad_verdict = check_endpoint(f"https://bad.example.com:{bad.port}/erin", lookup)
+        finally:
+            hierarchy_lab.publish()
+    assert checked.returncode == EXIT_VERIFICATION, checked.stdout + checked.stderr
+    findings = json.loads(checked.stdout)["findings"]
+    dane = {(f["code"], f["server"]) for f in findings if f["code"].startswith("dane-")}
+    assert dane == {
+        ("dane-match", f"https://good.example.com:{good.port}"),
+        ("dane-mismatch", f"https://bad.example.com:{bad.port}"),
+    }, findings
+    assert {f["severity"] for f in findings if f["code"] == "dane-match"} == {"info"}
+    errors = [f["code"] for f in findings if f["severity"] == "error"]
+    assert errors == ["dane-mismatch"], findings
+    assert "Traceback" not in checked.stderr
+    assert len(checked.stderr.strip().splitlines()) == 1
+    assert good_verdict.category == "match", good_verdict.detail
+    assert not good_verdict.blocks_dispatch
+    assert bad_verdict.category == "mismatch", bad_verdict.detail
+    assert bad_verdict.blocks_dispatch
+    assert "erin" not in bad_verdict.detail
+    assert good.names
+    assert set(good.names) == {"good.example.com"}
