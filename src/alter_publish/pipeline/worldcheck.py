@@ -34,13 +34,13 @@ from alter_publish.verify.world import (
     Prober,
     Server,
     check_chain,
-    check_dane,
     check_resolvers,
     check_servers,
     denial_findings,
     ds_text,
     locate,
 )
+from alter_publish.verify.worlddane import check_dane
 
 
 @dataclass(frozen=True, slots=True)
