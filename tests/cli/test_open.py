@@ -124,6 +124,20 @@ FAILURES = [
     pytest.param(
         "alter:~bl\u00e4ke/" + PRIVATE_SURFACE, (), EXIT_USAGE, "bad handle", id="non-ascii-handle"
     ),
+    pytest.param(  # the byte 0xC3 alone: argv that is not UTF-8 (it crashed, exit 70)
+        "alter:~blake/" + PRIVATE_SURFACE + "\udcc3",
+        (),
+        EXIT_USAGE,
+        "not valid UTF-8",
+        id="not-utf8",
+    ),
+    pytest.param(
+        "alter:~blake/" + PRIVATE_SURFACE + "\u202e" + PRIVATE_SURFACE,
+        (),
+        EXIT_USAGE,
+        "bidirectional formatting character",
+        id="bidi-override",
+    ),
 ]
 
 
@@ -173,4 +187,18 @@ def test_an_unreachable_server_names_the_owner_only(workspace: Workspace, tmp_pa
     assert result.returncode == EXIT_NETWORK, result.describe()
     assert "_alter.blake.example.com." in result.stderr
     assert PRIVATE_SURFACE not in result.stderr
+    assert not record.exists()
+
+
+def test_options_after_the_double_dash_are_the_uri_s_not_open_s(
+    workspace: Workspace, served: str, tmp_path: Path
+) -> None:
+    # The registered handlers run `open --launch -- URL`: a URL that smuggles in words
+    # (a browser passing a stray quote) must not become options such as --trust-anchor.
+    env, record = _stub_opener(tmp_path)
+    uri = f"alter:~blake/{PRIVATE_SURFACE}"
+    args = _open(workspace, served, uri)
+    args.remove(uri)
+    result = workspace.run(*args, "--launch", "--", uri, "--server", "127.0.0.1:9", env=env)
+    assert result.returncode == EXIT_USAGE, result.describe()
     assert not record.exists()

@@ -292,7 +292,7 @@ REG_USER = (
     "[HKEY_CURRENT_USER\\Software\\Classes\\alter\\shell\\open]\r\n"
     "\r\n"
     "[HKEY_CURRENT_USER\\Software\\Classes\\alter\\shell\\open\\command]\r\n"
-    '@="\\"C:\\\\Tools\\\\alter-publish.exe\\" open --launch \\"%1\\""\r\n'
+    '@="\\"C:\\\\Tools\\\\alter-publish.exe\\" open --launch -- \\"%1\\""\r\n'
 )
 
 

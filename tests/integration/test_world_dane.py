@@ -2,11 +2,13 @@
 publishes the TLSA of two endpoints, ns1 and ns2 serve the zone, unbound validates the
 TLSA (AD), and ``check`` connects to both loopback TLS endpoints: the one presenting the
 published key is ``dane-match``, the one presenting another certificate
-``dane-mismatch`` (exit 1). ``check_endpoint`` (the open command's guard) agrees."""
+``dane-mismatch`` (exit 1). ``check_endpoint`` and ``open --launch`` (its guard) agree:
+the first is dispatched to, the second refused."""
 
 from __future__ import annotations
 
 import json
+import os
 import shutil
 import subprocess
 import sys
@@ -25,7 +27,13 @@ from tests.tlsfixtures import make_certificate, tls_server
 _RUN_CLI = "from alter_publish.cli import main; main()"
 
 
-def _cli(workspace: Path, *args: str) -> subprocess.CompletedProcess[str]:
+#: A surface path that must never appear in an error.
+SURFACE = "private-inbox-7f3a"
+
+
+def _cli(
+    workspace: Path, *args: str, env: dict[str, str] | None = None
+) -> subprocess.CompletedProcess[str]:
     return subprocess.run(
         [sys.executable, "-c", _RUN_CLI, *args],
         cwd=workspace,
@@ -33,7 +41,18 @@ def _cli(workspace: Path, *args: str) -> subprocess.CompletedProcess[str]:
         text=True,
         timeout=180,
         check=False,
+        env=None if env is None else {**os.environ, **env},
     )
+
+
+def _stub_opener(directory: Path) -> tuple[dict[str, str], Path]:
+    """A PATH whose ``xdg-open`` records the URL it is given, and where it records it."""
+    record = directory / "opened.txt"
+    stub = directory / "bin" / "xdg-open"
+    stub.parent.mkdir()
+    stub.write_text(f'#!/bin/sh\nprintf "%s\\n" "$@" >> "{record}"\n', encoding="utf-8")
+    stub.chmod(0o755)
+    return {"PATH": f"{stub.parent}:{os.environ['PATH']}"}, record
 
 
 def test_check_reports_the_matching_and_the_mismatching_endpoint(
@@ -89,6 +108,27 @@ def test_check_reports_the_matching_and_the_mismatching_endpoint(
             )
             good_verdict = check_endpoint(f"https://good.example.com:{good.port}/drew", lookup)
             bad_verdict = check_endpoint(f"https://bad.example.com:{bad.port}/erin", lookup)
+            # open --launch: the matching endpoint is dispatched to, the other refused
+            stub, record = _stub_opener(tmp_path)
+            opened = {
+                handle: _cli(
+                    workspace,
+                    "open",
+                    "--launch",
+                    "--substrate",
+                    "example.com",
+                    "--now",
+                    str(hierarchy.now),
+                    "--root-hints",
+                    str(hierarchy.root_hints),
+                    "--trust-anchor",
+                    str(hierarchy.anchor_file),
+                    "--",
+                    f"alter:~{handle}/{SURFACE}",
+                    env=stub,
+                )
+                for handle in ("drew", "erin")
+            }
         finally:
             hierarchy_lab.publish()
     assert checked.returncode == EXIT_VERIFICATION, checked.stdout + checked.stderr
@@ -110,3 +150,12 @@ def test_check_reports_the_matching_and_the_mismatching_endpoint(
     assert "erin" not in bad_verdict.detail
     assert good.names
     assert set(good.names) == {"good.example.com"}
+    drew, erin = opened["drew"], opened["erin"]
+    assert drew.returncode == 0, drew.stderr
+    assert erin.returncode == EXIT_VERIFICATION, erin.stderr
+    assert "refused" in erin.stderr, erin.stderr
+    assert "DANE mismatch" in erin.stderr, erin.stderr
+    assert SURFACE not in erin.stderr
+    assert record.read_text().splitlines() == [
+        f"https://good.example.com:{good.port}/drew/{SURFACE}"
+    ]

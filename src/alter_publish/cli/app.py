@@ -21,7 +21,7 @@ from alter_publish.cli import (
     handles,
     init,
     log,
-    open,
+    open_uri,
     publish,
     resolve,
     sign,
@@ -80,7 +80,7 @@ app.command()(sign.sign)
 app.command()(sign.verify)
 app.command()(resolve.resolve)
 app.command("verify-record")(resolve.verify_record_command)
-app.command("open")(open.open_command)
+app.command("open")(open_uri.open_command)
 app.add_typer(handler_app)
 handler_app.command("install")(handler.install)
 handler_app.command("uninstall")(handler.uninstall)

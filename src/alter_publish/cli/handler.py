@@ -4,7 +4,6 @@ registration files of other platforms."""
 from __future__ import annotations
 
 import os
-import shutil
 import sys
 from pathlib import Path
 from typing import Annotated
@@ -21,9 +20,12 @@ from alter_publish.publish.handlerfiles import (
     write_platform_files,
 )
 from alter_publish.publish.handlers import (
+    HandlerOptions,
     HandlerStatus,
+    handler_argv,
     handler_status,
     install_handler,
+    program_argv,
     uninstall_handler,
 )
 
@@ -63,15 +65,6 @@ HkcrOption = Annotated[
 ]
 
 
-def _program() -> list[str]:
-    """This alter-publish, by absolute path (``python -m alter_publish`` when run so)."""
-    argv0 = Path(sys.argv[0])
-    if argv0.name == "alter-publish":
-        found = shutil.which(sys.argv[0]) or sys.argv[0]
-        return [str(Path(found).absolute())]
-    return [sys.executable, "-m", "alter_publish"]
-
-
 def _print_status(status: HandlerStatus, as_json: bool) -> None:
     if as_json:
         emit_json(status.to_mapping())
@@ -104,17 +97,8 @@ def install(
     Resolution options given here are written into the handler's Exec= line (files
     by absolute path), so every click validates the same way.
     """
-    argv = [*_program(), "open", "--launch"]
-    for flag, value in (
-        ("--substrate", substrate),
-        ("--server", server),
-        ("--trust-anchor", trust_anchor and str(trust_anchor.absolute())),
-        ("--root-hints", root_hints and str(root_hints.absolute())),
-        ("--pin-store", pin_store and str(pin_store.absolute())),
-        ("--timeout", None if timeout is None else f"{timeout:g}"),
-    ):
-        if value:
-            argv += [flag, value]
+    options = HandlerOptions(substrate, server, trust_anchor, root_hints, pin_store, timeout)
+    argv = handler_argv(program_argv(sys.argv[0], sys.executable), options)
     status = install_handler(argv, os.environ, system=not user, force=force)
     _print_status(status, as_json)
 

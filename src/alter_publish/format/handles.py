@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import re
+import unicodedata
 from dataclasses import dataclass
 from enum import StrEnum
 
@@ -24,6 +25,8 @@ _SCHEME = "alter:"
 #: What stands for the surface path, query and fragment in anything shown (draft 7.3).
 REDACTED = "[...]"
 SHOWN_MAX_CHARS = 80
+#: Bidirectional formatting characters, which RFC 3987 section 4.1 forbids in IRIs.
+_BIDI_FORMATTING = frozenset((0x200E, 0x200F, *range(0x202A, 0x202F), *range(0x2066, 0x206A)))
 
 
 class Tier(StrEnum):
@@ -169,10 +172,34 @@ def shown(text: str) -> str:
     return repr(head if cut < 0 else head + REDACTED)
 
 
-def _iri_to_uri(text: str) -> str:
-    """RFC 3987 section 3.1: percent-encode the UTF-8 of every non-ASCII character."""
+def _refused_character(ch: str, *, query: bool) -> str | None:
+    """Why RFC 3987 refuses ``ch`` in an IRI (None when it is allowed): a surrogate (the
+    text was not valid UTF-8), a bidirectional formatting character (section 4.1), a
+    noncharacter, or a private-use character outside the query (section 2.2)."""
+    code = ord(ch)
+    if 0xD800 <= code <= 0xDFFF:
+        return "not valid UTF-8"
+    if code in _BIDI_FORMATTING:
+        return f"a bidirectional formatting character (U+{code:04X})"
+    if (code & 0xFFFE) == 0xFFFE or 0xFDD0 <= code <= 0xFDEF:
+        return f"a noncharacter (U+{code:04X})"
+    if not query and unicodedata.category(ch) == "Co":
+        return f"a private-use character (U+{code:04X}) outside the query"
+    return None
+
+
+def _iri_to_uri(text: str, part: str, where: str) -> str:
+    """RFC 3987 section 3.1: percent-encode the UTF-8 of every non-ASCII character.
+
+    Raises:
+        URIError: a character RFC 3987 does not allow (:func:`_refused_character`).
+    """
     if text.isascii():
         return text
+    for ch in text:
+        why = None if ch.isascii() else _refused_character(ch, query=part == "query")
+        if why is not None:
+            raise URIError(f"bad {part}: {why}", where=where)
     return "".join(
         ch if ch.isascii() else "".join(f"%{byte:02X}" for byte in ch.encode("utf-8"))
         for ch in text
@@ -203,12 +230,12 @@ def parse_uri(text: str) -> AlterURI:
         raise URIError(f"bad handle: {exc.what}", where=where) from exc
     segments: tuple[str, ...] = ()
     if has_path:
-        segments = tuple(_iri_to_uri(path_text).split("/"))
+        segments = tuple(_iri_to_uri(path_text, "path", where).split("/"))
         for number, segment in enumerate(segments, start=1):
             if not _SEGMENT.fullmatch(segment):
                 raise URIError(f"bad path segment {number}: {_problem(segment)}", where=where)
-    query_value = _iri_to_uri(query) if has_query else None
-    fragment_value = _iri_to_uri(fragment) if has_fragment else None
+    query_value = _iri_to_uri(query, "query", where) if has_query else None
+    fragment_value = _iri_to_uri(fragment, "fragment", where) if has_fragment else None
     for part, value in (("query", query_value), ("fragment", fragment_value)):
         if value is not None and not _QUERY.fullmatch(value):
             raise URIError(f"bad {part}: {_problem(value)}", where=where)

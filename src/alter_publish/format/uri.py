@@ -189,6 +189,13 @@ def _resolver_base(resolver: str, where: str) -> UriParts:
         raise DispatchError(
             "r= carries a user name or password", where=where, category="bad-resolver"
         )
+    segments = [urllib.parse.unquote(s, errors="replace") for s in parts.path.split("/")]
+    if any(segment in _UNSAFE_SEGMENTS for segment in segments):
+        raise DispatchError(
+            "r= has a dot segment in its path: what is under it is unclear",
+            where=where,
+            category="bad-resolver",
+        )
     return UriParts(scheme, parts.authority, parts.path, parts.query, None)
 
 

@@ -61,7 +61,8 @@ _EXEC_ESCAPED: Final = frozenset('"`$\\')
 
 
 def exec_line(argv: Sequence[str], field_code: str = "%u") -> str:
-    """An ``Exec=`` value running ``argv`` then ``field_code`` (the URL).
+    """An ``Exec=`` value running ``argv``, ``--`` then ``field_code`` (the URL: after
+    ``--`` a crafted URL cannot be read as more options).
 
     Each argument with a reserved character is double-quoted with ``"``, `````, ``$``
     and ``\\`` backslash-escaped inside, ``%`` is doubled, and then (the string rule
@@ -78,7 +79,7 @@ def exec_line(argv: Sequence[str], field_code: str = "%u") -> str:
         if any(ch in _EXEC_RESERVED for ch in word):
             word = '"' + "".join("\\" + ch if ch in _EXEC_ESCAPED else ch for ch in word) + '"'
         words.append(word.replace("\\", "\\\\"))
-    return " ".join([*words, field_code])
+    return " ".join([*words, "--", field_code])
 
 
 def desktop_entry(argv: Sequence[str]) -> str:
@@ -120,15 +121,17 @@ def _reg_string(value: str) -> str:
 
 
 def reg_file(exe: str, *, machine: bool = False) -> bytes:
-    """The ``.reg`` file registering ``"exe" open --launch "%1"`` for ``alter:``.
+    """The ``.reg`` file registering ``"exe" open --launch -- "%1"`` for ``alter:`` (after
+    ``--``, a URL a browser passes with a stray quote cannot add options).
 
     Raises:
-        UsageError: ``exe`` is empty or holds a quote or a control character.
+        UsageError: ``exe`` is empty, holds a quote or a control character, or ends
+            in a backslash (Windows would read ``\\"`` as an escaped quote).
     """
-    if not exe or '"' in exe or any(ord(ch) < 0x20 for ch in exe):
+    if not exe or '"' in exe or exe.endswith("\\") or any(ord(ch) < 0x20 for ch in exe):
         raise UsageError(f"--exe {exe!r} is not a program path")
     key = f"{REG_MACHINE_ROOT if machine else REG_USER_ROOT}\\{SCHEME}"
-    command = f'"{exe}" open --launch "%1"'
+    command = f'"{exe}" open --launch -- "%1"'
     lines = [
         REG_HEADER,
         "",

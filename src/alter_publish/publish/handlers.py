@@ -14,6 +14,7 @@ The xdg tools run as argv lists (no shell) with the caller's environment, so
 
 from __future__ import annotations
 
+import dataclasses
 import shutil
 import subprocess
 from collections.abc import Mapping, Sequence
@@ -27,10 +28,13 @@ from alter_publish.publish.handlerfiles import DESKTOP_FILE_ID, MIME_TYPE, deskt
 
 __all__ = [
     "SYSTEM_APPLICATIONS",
+    "HandlerOptions",
     "HandlerStatus",
     "applications_dir",
+    "handler_argv",
     "handler_status",
     "install_handler",
+    "program_argv",
     "uninstall_handler",
 ]
 
@@ -168,12 +172,61 @@ def _update_database(directory: Path, env: Mapping[str, str]) -> tuple[str, ...]
     return ()
 
 
+@dataclass(frozen=True, slots=True)
+class HandlerOptions:
+    """The resolution options written into the handler's command (files absolute)."""
+
+    substrate: str | None = None
+    server: str | None = None
+    trust_anchor: Path | None = None
+    root_hints: Path | None = None
+    pin_store: Path | None = None
+    timeout: float | None = None
+
+
+def program_argv(argv0: str, executable: str) -> list[str]:
+    """This alter-publish by absolute path, from how it was started (``argv0``): the
+    ``alter-publish`` script, else ``executable -m alter_publish``."""
+    if Path(argv0).name == "alter-publish":
+        found = shutil.which(argv0) or argv0
+        return [str(Path(found).absolute())]
+    return [executable, "-m", "alter_publish"]
+
+
+def handler_argv(program: Sequence[str], options: HandlerOptions) -> list[str]:
+    """``program open --launch [options]``: what a click runs (then ``--`` and the URL).
+
+    Raises:
+        UsageError: an argument holds white space or a quote: xdg-open's generic mode
+            splits the Exec= line on white space and keeps quotes, so it would break.
+    """
+    argv = [*program, "open", "--launch"]
+    for flag, value in (
+        ("--substrate", options.substrate),
+        ("--server", options.server),
+        ("--trust-anchor", options.trust_anchor and str(options.trust_anchor.absolute())),
+        ("--root-hints", options.root_hints and str(options.root_hints.absolute())),
+        ("--pin-store", options.pin_store and str(options.pin_store.absolute())),
+        ("--timeout", None if options.timeout is None else f"{options.timeout:g}"),
+    ):
+        if value:
+            argv += [flag, value]
+    for arg in argv:
+        if any(ch.isspace() or ch in "\"'" for ch in arg):
+            raise UsageError(
+                f"{arg!r} holds white space or a quote: xdg-open would split or mangle it "
+                "on the Exec= line; use a path without them",
+                where=DESKTOP_FILE_ID,
+            )
+    return argv
+
+
 def install_handler(
     argv: Sequence[str], env: Mapping[str, str], *, system: bool, force: bool
 ) -> HandlerStatus:
-    """Make ``argv URL`` the handler of ``alter:`` URIs.
+    """Make ``argv -- URL`` the handler of ``alter:`` URIs.
 
-    ``argv`` is the command to run (``/usr/bin/alter-publish open --launch ...``).
+    ``argv`` is the command to run (:func:`handler_argv`).
 
     Raises:
         UsageError: another handler is the default and ``force`` is not set (nothing
@@ -199,16 +252,7 @@ def install_handler(
     else:
         _tool(["xdg-mime", "default", DESKTOP_FILE_ID, MIME_TYPE], env, package="xdg-utils")
     status = handler_status(env, system=system, notes=notes)
-    return HandlerStatus(
-        status.scope,
-        status.desktop_file,
-        status.installed,
-        status.exec_line,
-        status.default,
-        status.is_default,
-        replaced,
-        status.notes,
-    )
+    return dataclasses.replace(status, replaced=replaced)
 
 
 def _without_our_default(text: str) -> str | None:

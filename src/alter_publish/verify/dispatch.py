@@ -8,28 +8,26 @@
    shipped IANA root anchors by default: the chain is walked down from the root);
 4. verify the envelope (spec sections 6 and 7, the pin store's policy if one is given);
 5. only then: the target URL from the envelope's ``r=`` and the surface
-   (:func:`~alter_publish.format.uri.dispatch_target`), the dispatch guards, and the
-   hand-over to the platform opener (:func:`launch`).
+   (:func:`~alter_publish.format.uri.dispatch_target`), the dispatch guards (DANE:
+   :func:`dane_guard`); the hand-over to the platform opener is
+   :mod:`alter_publish.publish.opener`'s.
 
 Nothing before step 5 writes a file, logs a line or connects anywhere but the name
 servers (draft 7.1); a failure at any step raises and nothing is dispatched. Errors name
 the handle and owner, never the surface path, query or fragment (draft 7.3).
 
 A :class:`DispatchGuard` is a check that runs after verification and before the
-dispatch (the place for DANE: a guard that compares the resolver's validated TLSA with
-what its endpoint presents, and raises :class:`~alter_publish.errors.DispatchError`
-with category ``refused`` when they differ).
+dispatch: :func:`dane_guard` compares the resolver endpoint's DNSSEC-validated TLSA with
+the certificate it presents, and raises :class:`~alter_publish.errors.DispatchError`
+(category ``refused``) when they differ; it is the first connection to the endpoint.
 """
 
 from __future__ import annotations
 
-import os
-import subprocess
-import sys
 from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Final, Protocol
+from typing import Protocol
 
 import dns.name
 
@@ -39,27 +37,17 @@ from alter_publish.dns.iterate import DNS_PORT, SERVERS_TRIED_MAX, IterativeAske
 from alter_publish.errors import DispatchError, ResolveError, VerificationError
 from alter_publish.format.handles import AlterURI
 from alter_publish.format.uri import dispatch_target
+from alter_publish.verify.dane import DaneLookup, check_endpoint, lookup_from_root, lookup_through
 from alter_publish.verify.pinning import PinnedResult, resolve_pinned
 from alter_publish.verify.resolve import DEFAULT_TIMEOUT_SECONDS, Resolution
 
 __all__ = [
-    "OPENERS",
     "Dispatch",
     "DispatchGuard",
     "OpenSettings",
-    "launch",
-    "opener_argv",
+    "dane_guard",
     "verify_for_dispatch",
 ]
-
-#: The platform openers by ``sys.platform`` prefix (Windows: ``os.startfile``, the
-#: ShellExecute that ``start`` calls, without cmd.exe parsing ``&`` or ``^`` in the URL).
-OPENERS: Final = {
-    "linux": "xdg-open",
-    "freebsd": "xdg-open",
-    "openbsd": "xdg-open",
-    "darwin": "open",
-}
 
 
 @dataclass(frozen=True, slots=True)
@@ -191,53 +179,38 @@ def verify_for_dispatch(
     return dispatch
 
 
-def opener_argv(url: str, platform: str = sys.platform) -> list[str]:
-    """The argv that hands ``url`` to the platform opener (never a shell).
+def dane_guard(dispatch: Dispatch, settings: OpenSettings) -> None:
+    """Refuse an https resolver whose DNSSEC-validated TLSA does not match the
+    certificate its endpoint presents (RFC 6698, 7671; :mod:`alter_publish.verify.dane`).
+
+    The TLSA is looked up as the handle was: through ``--server`` (asked as a resolver,
+    RD and CD set) or from the root hints. No TLSA, or an insecure one, lets the dispatch
+    go on (DANE is opt-in for the zone owner); a bogus one, a failed lookup, an
+    unreachable endpoint or a mismatch refuse it.
 
     Raises:
-        DispatchError: (``opener-failed``) no opener is known for ``platform``.
+        DispatchError: (category ``refused``) the endpoint fails DANE.
     """
-    for prefix, opener in OPENERS.items():
-        if platform.startswith(prefix):
-            return [opener, url]
-    raise DispatchError(
-        f"no URL opener known for platform {platform!r}; use --print",
-        category="opener-failed",
-    )
-
-
-def launch(url: str, *, where: str) -> None:
-    """Hand ``url`` to the platform opener: ``xdg-open``, ``open``, or on Windows
-    ``os.startfile`` (what ``start`` calls). The opener's output is not shown: it
-    would repeat the URL.
-
-    Raises:
-        DispatchError: (``opener-failed``) the opener is missing or failed.
-    """
-    if sys.platform == "win32":
-        try:
-            os.startfile(url)  # noqa: S606 - ShellExecute of a URL, no shell parsing
-        except OSError as exc:
-            raise DispatchError(
-                f"the URL opener failed ({exc.strerror})", where=where, category="opener-failed"
-            ) from exc
-        return
-    argv = opener_argv(url)
-    try:
-        completed = subprocess.run(  # noqa: S603 - argv list, no shell
-            argv,
-            stdin=subprocess.DEVNULL,
-            stdout=subprocess.DEVNULL,
-            stderr=subprocess.DEVNULL,
-            check=False,
+    if settings.server is not None:
+        lookup: DaneLookup = lookup_through(
+            settings.server,
+            settings.anchors,
+            now=settings.now,
+            timeout=settings.timeout,
+            recursive=True,
         )
-    except OSError as exc:
+    else:
+        lookup = lookup_from_root(
+            settings.root_hints,
+            settings.anchors,
+            now=settings.now,
+            timeout=settings.timeout,
+            port=settings.hints_port,
+        )
+    verdict = check_endpoint(dispatch.url, lookup, settings.timeout)
+    if verdict.blocks_dispatch:
         raise DispatchError(
-            f"cannot run {argv[0]} ({exc.strerror})", where=where, category="opener-failed"
-        ) from exc
-    if completed.returncode != 0:
-        raise DispatchError(
-            f"{argv[0]} exited with status {completed.returncode}",
-            where=where,
-            category="opener-failed",
+            f"DANE {verdict.category} at {verdict.host}:{verdict.port}: {verdict.detail}",
+            where=f"{dispatch.resolution.owner}: {dispatch.uri.handle.ref}",
+            category="refused",
         )

@@ -22,7 +22,8 @@ from alter_publish.cli.resolve import PinStoreOption, ResolveTimeoutOption, Subs
 from alter_publish.dns.anchors import read_trust_anchors
 from alter_publish.dns.hints import default_root_anchors
 from alter_publish.format.handles import parse_uri
-from alter_publish.verify.dispatch import OpenSettings, launch, verify_for_dispatch
+from alter_publish.publish.opener import open_uri
+from alter_publish.verify.dispatch import OpenSettings
 from alter_publish.verify.resolve import DEFAULT_TIMEOUT_SECONDS
 
 UriArgument = Annotated[
@@ -75,9 +76,7 @@ def open_command(
         timeout=timeout,
         pin_store=pin_store,
     )
-    dispatch = verify_for_dispatch(target, settings)
-    if launch_it:
-        launch(dispatch.url, where=target.handle.ref)
+    dispatch = open_uri(target, settings, launch_it=launch_it)
     result = dispatch.resolution
     if as_json:
         emit_json(
