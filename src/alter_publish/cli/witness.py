@@ -12,21 +12,13 @@ import typer
 from alter_publish.cli.log import _verifier
 from alter_publish.cli.options import JsonOption, NowOption
 from alter_publish.cli.output import emit_json
-from alter_publish.errors import UsageError, VerificationError
+from alter_publish.errors import VerificationError
 from alter_publish.keys.witnesskey import generate_witness_key, load_witness_key
 from alter_publish.publish.cosign import cosign_checkpoint
 from alter_publish.publish.witness import Witness, WitnessState, witness_server
 from alter_publish.verify.logaudit import load_policy
 
 PORT_MAX = 65535
-
-
-def _listen(text: str) -> tuple[str, int]:
-    """``HOST:PORT`` (``[v6]:PORT`` too) split."""
-    host, colon, port = text.rpartition(":")
-    if not colon or not host or not port.isdigit() or int(port) > PORT_MAX:
-        raise UsageError("not HOST:PORT", where="--listen")
-    return host.removeprefix("[").removesuffix("]"), int(port)
 
 
 def log_witness(
@@ -40,13 +32,13 @@ def log_witness(
         list[str],
         typer.Option("--log", help="A log's verifier key, or a file holding it (repeatable)."),
     ],
-    listen: Annotated[
-        str, typer.Option("--listen", help="HOST:PORT to serve on (port 0: any free port).")
-    ] = "127.0.0.1:0",
+    address: Annotated[str, typer.Option("--address", help="Address to listen on.")] = "127.0.0.1",
+    port: Annotated[
+        int, typer.Option("--port", help="Port (0: any free port).", min=0, max=PORT_MAX)
+    ] = 0,
     now: NowOption = None,
 ) -> None:
     """Run a witness: cosign each checkpoint that extends the last one it cosigned."""
-    host, port = _listen(listen)
     signer = load_witness_key(key)
     verifiers = [_verifier(text) for text in logs]
     witness = Witness(
@@ -55,7 +47,7 @@ def log_witness(
         WitnessState(state),
         (lambda: now) if now is not None else (lambda: int(time.time())),
     )
-    with witness_server(witness, host, port) as (server, (bound_host, bound_port)):
+    with witness_server(witness, address, port) as (server, (bound_host, bound_port)):
         names = ", ".join(sorted(witness.logs))
         typer.echo(
             f"witness {signer.name} for {names} on http://{bound_host}:{bound_port}; "
