@@ -15,6 +15,7 @@ import sys
 import urllib.error
 import urllib.request
 from collections.abc import Iterator
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -161,6 +162,21 @@ def test_add_checkpoint_answers(tmp_path: Path, witness: Running) -> None:
     unknown = _note(tree, 300, stranger, origin=stranger.name)
     assert _post(witness.url, AddCheckpoint(0, (), unknown))[0] == 404
     assert state.read_text(encoding="utf-8") == second  # nothing refused was recorded
+
+
+def test_concurrent_first_checkpoints_one_is_cosigned(tmp_path: Path, witness: Running) -> None:
+    """Checking the old size and recording the new one are atomic: of many checkpoints
+    sent at once with ``old 0``, one is cosigned and the rest get 409 with its size."""
+    tree = TreeHashes.of_entries(_entries(40))
+    requests = [AddCheckpoint(0, (), _note(tree, size)) for size in range(1, 41)]
+    with ThreadPoolExecutor(max_workers=len(requests)) as pool:
+        answers = list(pool.map(lambda request: _post(witness.url, request), requests))
+    cosigned = [size for size, answer in enumerate(answers, start=1) if answer[0] == 200]
+    assert len(cosigned) == 1, answers
+    refused = {answer for answer in answers if answer[0] != 200}
+    assert refused == {(409, "text/x.tlog.size", f"{cosigned[0]}\n")}
+    state = tmp_path / "state" / "example.com%2Falter-log"
+    assert Checkpoint.parse(Note.parse(state.read_text(encoding="utf-8")).text).size == cosigned[0]
 
 
 def test_the_state_survives_a_restart(tmp_path: Path, witness: Running) -> None:

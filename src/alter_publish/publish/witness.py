@@ -32,6 +32,7 @@ REQUEST_OCTETS_MAX = 64 * 1024
 TEXT_CONTENT_TYPE = "text/plain; charset=utf-8"
 #: Seconds a connection may stay silent before the server drops it.
 CONNECTION_TIMEOUT_SECONDS = 30
+LISTEN_BACKLOG = 128
 
 
 @dataclass(frozen=True, slots=True)
@@ -195,6 +196,7 @@ class _Handler(BaseHTTPRequestHandler):
 
 class _Server(ThreadingHTTPServer):
     daemon_threads = True
+    request_queue_size = LISTEN_BACKLOG  # http.server's 5 resets a burst of submissions
 
     def __init__(self, address: tuple[str, int], witness: Witness) -> None:
         self.witness = witness
