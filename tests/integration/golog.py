@@ -19,14 +19,15 @@ PROGRAM = Path(__file__).parent / "go" / "tlogcheck" / "main.go"
 BUILD_SECONDS = 300
 
 
-def build_tlogcheck(directory: Path) -> Path:
-    """Build ``tlogcheck`` into ``directory``; skip when Go or the sources are missing."""
+def build_tlogcheck(directory: Path, program: Path = PROGRAM) -> Path:
+    """Build ``tlogcheck`` (or another ``program`` of ``go/``) into ``directory``; skip
+    when Go or the sources are missing."""
     go = shutil.which("go")
     if go is None:
         pytest.skip("needs Go (Debian package golang-go)")
     if not (SOURCES / "note" / "note.go").exists() or not (SOURCES / "tlog" / "tlog.go").exists():
         pytest.skip("needs golang.org/x/mod sources (Debian package golang-golang-x-mod-dev)")
-    binary = directory / "tlogcheck"
+    binary = directory / program.parent.name
     env = {
         **os.environ,
         "GO111MODULE": "off",
@@ -36,7 +37,7 @@ def build_tlogcheck(directory: Path) -> Path:
         "CGO_ENABLED": "0",
     }
     subprocess.run(
-        [go, "build", "-o", str(binary), str(PROGRAM)],
+        [go, "build", "-o", str(binary), str(program)],
         check=True,
         env=env,
         cwd=directory,

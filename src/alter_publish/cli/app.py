@@ -25,6 +25,7 @@ from alter_publish.cli import (
     publish,
     resolve,
     sign,
+    witness,
     world,
 )
 from alter_publish.cli.output import FailureError
@@ -106,6 +107,9 @@ keys_app.command("status")(handles.keys_status)
 app.add_typer(log_app)
 log_app.command("verify")(log.log_verify)
 log_app.command("consistency")(log.log_consistency)
+log_app.command("witness")(witness.log_witness)
+log_app.command("witness-keygen")(witness.log_witness_keygen)
+log_app.command("cosign")(witness.log_cosign)
 
 
 def _version_callback(value: bool) -> None:
@@ -170,6 +174,9 @@ SUMMARIES: Final = {
     ("log",): "Audit a zone's published transparency log.",
     ("log", "verify"): "Recompute a log's tiles and root; check its checkpoint.",
     ("log", "consistency"): "Check that a newer checkpoint extends an older one.",
+    ("log", "witness"): "Run a local witness (tlog-witness add-checkpoint).",
+    ("log", "witness-keygen"): "Make a witness key; print its verifier key.",
+    ("log", "cosign"): "Collect witness cosignatures into a checkpoint.",
     ("dnssec",): "Zone DNSSEC keys, rollovers and the DS for the parent.",
     ("dnssec", "keygen"): "Create a zone's KSK and ZSK and print the DS.",
     ("dnssec", "ds"): "Print the zone's DNSSEC keys and the DS records.",

@@ -12,7 +12,7 @@ from alter_publish.cli.options import JsonOption
 from alter_publish.cli.output import emit_json
 from alter_publish.errors import UsageError, VerificationError
 from alter_publish.format.note import Verifier
-from alter_publish.verify.logaudit import audit_log, consistency
+from alter_publish.verify.logaudit import audit_log, consistency, load_policy
 
 KeyOption = Annotated[
     str,
@@ -36,15 +36,34 @@ def _verifier(key: str) -> Verifier:
 
 def log_verify(
     directory: Annotated[Path, typer.Argument(help="The log directory (build/<zone>/log).")],
-    key: KeyOption,
+    key: Annotated[
+        str | None,
+        typer.Option(
+            "--key",
+            help="The log's verifier key (name+hex+base64), or a file holding it "
+            "(default: the --policy's log of the checkpoint's origin).",
+        ),
+    ] = None,
     older: Annotated[
         list[Path] | None,
         typer.Option("--older", help="An older checkpoint the log must extend (repeatable)."),
     ] = None,
+    policy: Annotated[
+        Path | None,
+        typer.Option(
+            "--policy",
+            help="A tlog-policy file: the checkpoint's cosignatures must meet its quorum.",
+        ),
+    ] = None,
     json_output: JsonOption = False,
 ) -> None:
     """Recompute every tile and the root from the entries and check the checkpoint."""
-    audit = audit_log(directory, _verifier(key), tuple(older or ()))
+    audit = audit_log(
+        directory,
+        None if key is None else _verifier(key),
+        tuple(older or ()),
+        None if policy is None else load_policy(policy),
+    )
     checkpoint = audit.checkpoint
     if json_output:
         emit_json(
@@ -56,6 +75,7 @@ def log_verify(
                 "tiles": audit.tiles,
                 "bundles": audit.bundles,
                 "extends": list(audit.extends),
+                "cosigners": list(audit.cosigners),
             }
         )
         return
@@ -63,6 +83,7 @@ def log_verify(
         f"{directory}: ok: {checkpoint.origin} size {checkpoint.size}, "
         f"{audit.tiles} tiles and {audit.bundles} entry bundles recomputed"
         + (f", extends sizes {', '.join(map(str, audit.extends))}" if audit.extends else "")
+        + (f", cosigned by {', '.join(audit.cosigners)}" if audit.cosigners else "")
     )
 
 

@@ -6,7 +6,8 @@ Failures raise :class:`VerificationError` with one of the log categories:
 ``tampered-entry`` (an entry, a tile or the root is not what the entries give),
 ``dropped-entry`` (a bundle or entry is missing), ``equivocation`` (two signed roots for
 one size), ``fork`` (a newer checkpoint does not extend an older one), ``rollback`` (a
-checkpoint older than one seen before), ``bad-signature``, ``malformed``.
+checkpoint older than one seen before), ``bad-signature``, ``malformed``, and with a witness
+policy (c2sp.org/tlog-policy) ``quorum-not-met`` (too few valid cosignatures).
 """
 
 from __future__ import annotations
@@ -15,8 +16,9 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
-from alter_publish.errors import VerificationError
+from alter_publish.errors import UsageError, VerificationError
 from alter_publish.format.note import Note, Verifier
+from alter_publish.format.policy import Policy
 from alter_publish.format.tiles import TreeHashes, bundle_tiles, decode_entries, tiles_for_size
 from alter_publish.format.tlog import Checkpoint, consistency_proof, verify_consistency
 
@@ -32,6 +34,7 @@ class LogAudit:
     tiles: int
     bundles: int
     extends: tuple[int, ...]  # the sizes of the older checkpoints it was found to extend
+    cosigners: tuple[str, ...] = ()  # the policy's witnesses that cosigned it (with a policy)
 
 
 def signed_checkpoint(text: str, verifier: Verifier, where: str) -> Checkpoint:
@@ -86,16 +89,62 @@ def _entries(directory: Path, size: int) -> list[bytes]:
     return entries
 
 
-def audit_log(directory: Path, verifier: Verifier, older: Sequence[Path] = ()) -> LogAudit:
-    """Check ``directory`` (a ``build/<zone>/log``): the checkpoint's signature, every
-    tile against the entries, the root, and that it extends each ``older`` checkpoint.
+def load_policy(path: Path) -> Policy:
+    """The witness policy in ``path``.
 
     Raises:
-        VerificationError: the first problem, with its category (see the module).
+        UsageError: unreadable, or ``path:line: what`` for the first bad line.
+    """
+    try:
+        text = path.read_text(encoding="utf-8")
+    except (OSError, UnicodeDecodeError) as exc:
+        raise UsageError(f"cannot read the policy: {exc}", where=str(path)) from exc
+    return Policy.parse(text, str(path))
+
+
+def policy_log_key(text: str, policy: Policy, where: str) -> Verifier:
+    """The key ``policy`` lists for the log of the checkpoint note ``text``.
+
+    Raises:
+        VerificationError: ``bad-signature``: the policy lists no log of that origin;
+            ``malformed``.
+    """
+    try:
+        origin = Checkpoint.parse(Note.parse(text).text).origin
+    except VerificationError as exc:
+        raise VerificationError(exc.what, where=where, category=exc.category) from exc
+    key = policy.log_for(origin)
+    if key is None:
+        raise VerificationError(
+            f"the policy lists no log {origin!r}", where=where, category="bad-signature"
+        )
+    return key
+
+
+def audit_log(
+    directory: Path,
+    verifier: Verifier | None,
+    older: Sequence[Path] = (),
+    policy: Policy | None = None,
+) -> LogAudit:
+    """Check ``directory`` (a ``build/<zone>/log``): the checkpoint's signature (by
+    ``verifier``, else the ``policy``'s log of its origin), its cosignatures against the
+    ``policy``'s quorum, every tile against the entries, the root, and that it extends
+    each ``older`` checkpoint.
+
+    Raises:
+        VerificationError: the first problem, with its category (see the module;
+            ``quorum-not-met`` when the cosignatures fall short of the policy's quorum).
+        UsageError: neither a verifier nor a policy.
     """
     where = str(directory / CHECKPOINT_FILE)
     text = _read(directory / CHECKPOINT_FILE, "malformed").decode("utf-8", "replace")
+    if verifier is None:
+        if policy is None:
+            raise UsageError("needs the log's key or a policy listing it", where="log verify")
+        verifier = policy_log_key(text, policy, where)
     checkpoint = signed_checkpoint(text, verifier, where)
+    cosigners = () if policy is None else policy.check(Note.parse(text), where)
     tree = TreeHashes.of_entries(_entries(directory, checkpoint.size))
     expected = dict(tree.changed())
     hash_tiles = tiles_for_size(checkpoint.size)
@@ -121,7 +170,12 @@ def audit_log(directory: Path, verifier: Verifier, older: Sequence[Path] = ()) -
         check_extends(old, checkpoint, tree, str(path))
         extends.append(old.size)
     return LogAudit(
-        directory, checkpoint, len(hash_tiles), len(bundle_tiles(checkpoint.size)), tuple(extends)
+        directory,
+        checkpoint,
+        len(hash_tiles),
+        len(bundle_tiles(checkpoint.size)),
+        tuple(extends),
+        cosigners,
     )
 
 
