@@ -50,6 +50,11 @@ ENVELOPES_FILE = f"build/{ZONE}.envelopes.json"
 NOW = 1_767_225_600
 CHANGE_NOW = NOW + 60
 ROTATE_NOW = NOW + 120
+NAMES_NOW = NOW + 180  # handles added, removed, renamed: one step a minute after this
+ADDED_HANDLE = "~newcomer"
+ADDED_AFTER = "~user21"  # plain entries (see write_zone): one line each
+REMOVED_HANDLE = "~user15"
+RENAMED_HANDLE = ("~user18", "~renamed18")
 #: Every command that writes runs at a simulated time (NOW is in the past).
 SIMULATED_TIME = "--allow-simulated-time"
 TIERS = ("user{n}", "svc{n}.bot", "cc-agent-{n}")
@@ -73,6 +78,7 @@ TARGET_SIGN_SECONDS = 45.0
 TARGET_PEAK_MIB = 1024.0
 TARGET_DNSSEC_RATIO = 1.0
 TARGET_ONE_CHANGE_SECONDS = 3.0
+TARGET_ONE_NAME_SECONDS = 1.0
 TARGET_NO_CHANGE_SECONDS = 2.0
 TARGET_QPS = 10_000.0
 DNSSEC_TYPES = frozenset({"RRSIG", "NSEC", "NSEC3", "NSEC3PARAM", "DNSKEY"})
@@ -779,6 +785,8 @@ class SizeResult:
     no_change_rewritten: list[str] | None = None
     one_change: float | None = None
     rotated: float | None = None
+    #: Handles added, removed, renamed: (label, wall seconds) of each sign.
+    names: list[tuple[str, float]] = field(default_factory=list)
     ldns: float | None = None
     floor: float | None = None
     qps: float | None = None
@@ -916,6 +924,10 @@ def targets(result: SizeResult) -> list[str]:
             "qps",
         ),
     ]
+    lines += (
+        (below(seconds, TARGET_ONE_NAME_SECONDS), f"{label} < 1.0 s", seconds, "s")
+        for label, seconds in result.names
+    )
     out = []
     for ok, label, value, unit in lines:
         measured = "not measured" if value is None else f"{value:,.2f} {unit}".rstrip()
@@ -1062,6 +1074,7 @@ def run_size(
     result.peak_sign_mib = max(result.peak_sign_mib, published.peak_mib)
     detail = f"changed: {', '.join(changes) or 'none'}; {sign_detail(zone_report(published))}"
     result.add_run("one key rotated: sign", published, detail)
+    names_changed(result, root, options)
     last_rrsigs = signature_count(zone_report(published))
 
     if not options.skip_tools:
@@ -1098,6 +1111,43 @@ def run_size(
             )
         )
     return result
+
+
+def edit_definition(definition: Path, old: str, new: str) -> None:
+    """Replace the line ``old`` (a whole line) of the definition by ``new`` (lines).
+
+    Raises:
+        BenchError: the line is not in the definition.
+    """
+    lines = definition.read_text().splitlines()
+    if old not in lines:
+        raise BenchError(f"{definition}: no line {old!r}")
+    index = lines.index(old)
+    lines[index : index + 1] = new.splitlines()
+    definition.write_text("\n".join(lines) + "\n")
+
+
+def names_changed(result: SizeResult, root: Path, options: Options) -> None:
+    """One handle added (its key made by the sign), one removed, one renamed: each sign
+    timed (not sampled; the proof included)."""
+    definition = root / DEFINITION
+    old, new = RENAMED_HANDLE
+    steps = (
+        ("one handle added", f"  - {ADDED_AFTER}", f"  - {ADDED_AFTER}\n  - {ADDED_HANDLE}"),
+        ("one handle removed", f"  - {REMOVED_HANDLE}", ""),
+        ("one handle renamed", f"  - {old}", f"  - {new}"),
+    )
+    for number, (label, line, replacement) in enumerate(steps):
+        edit_definition(definition, line, replacement)
+        before = snapshot(root)
+        now = NAMES_NOW + 60 * number
+        run = cli(root, *sign_args(options, now, "--create-keys"), sample=False)
+        changes = rewritten(before, snapshot(root))
+        zone = zone_report(run)
+        result.names.append((label, run.wall_seconds))
+        patched = "patched" if zone.get("patched") is not None else "IN FULL"
+        detail = f"{patched}; changed: {', '.join(changes) or 'none'}; {sign_detail(zone)}"
+        result.add_run(f"{label}: sign", run, detail)
 
 
 def other_signers(result: SizeResult, root: Path, denial: str, rrsigs: int, cores: int) -> None:

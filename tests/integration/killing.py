@@ -114,10 +114,13 @@ class Kill:
     events: tuple[str, ...]  # what it had been seen writing
 
 
-def sign_killed_at(root: Path, moment: int, lifetime_days: int) -> Kill:
-    """Change every envelope (the lifetime), start ``sign`` and SIGKILL it as soon as the
-    ``moment``-th write event is seen (0: never; it runs to the end)."""
-    (root / "zones" / f"{ZONE}.yaml").write_text(definition_for(root, lifetime_days))
+def sign_killed_at(root: Path, moment: int, lifetime_days: int, text: str | None = None) -> Kill:
+    """Change every envelope (the lifetime; or write the definition ``text``), start
+    ``sign`` and SIGKILL it as soon as the ``moment``-th write event is seen (0: never;
+    it runs to the end)."""
+    if text is None:
+        text = definition_for(root, lifetime_days)
+    (root / "zones" / f"{ZONE}.yaml").write_text(text)
     process = subprocess.Popen(
         cli("sign", *SIMULATED),
         cwd=root,

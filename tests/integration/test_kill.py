@@ -7,6 +7,7 @@ clean run nothing an interrupted write left remains.
 from __future__ import annotations
 
 import fcntl
+import json
 import os
 import shutil
 import subprocess
@@ -52,6 +53,41 @@ def test_a_kill_anywhere_in_the_write_stage_leaves_one_complete_set(tmp_path: Pa
     finished = sign_killed_at(root, 0, 30)
     assert not finished.killed
     assert verify(root).returncode == 0
+    assert leftovers(root) == []
+
+
+def test_a_kill_anywhere_in_a_patched_run_leaves_one_complete_set(tmp_path: Path) -> None:
+    """Handles taken out and put back (each run a patch: the denial chain relinked), killed
+    at every write moment: one complete set each time, and the run after is a full run's
+    bytes."""
+    root = tmp_path / "ws"
+    make_workspace(root, HANDLES)
+    full_text = definition(HANDLES, 30)
+    texts = (full_text.replace("  - ~user5\n", ""), full_text)
+    watched = sign_killed_at(root, 0, 30, texts[0])
+    moments = len(watched.events)
+    assert moments >= 4, watched.events
+    for moment in range(1, moments + 1):
+        kill = sign_killed_at(root, moment, 30, texts[moment % 2])
+        problem = one_set(root)
+        assert problem is None, f"killed at {kill.events[-1:]}: {problem}"
+        # The set is the killed run's or the one before: it verifies against its definition.
+        checked = verify(root)
+        if checked.returncode != 0:
+            (root / "zones" / f"{ZONE}.yaml").write_text(texts[(moment + 1) % 2])
+            checked = verify(root)
+        assert checked.returncode == 0, f"killed at {kill.events[-1:]}: {checked.stderr}"
+    assert not sign_killed_at(root, 0, 30, texts[0]).killed
+    (root / "zones" / f"{ZONE}.yaml").write_text(texts[1])
+    twin = tmp_path / "twin"
+    shutil.copytree(root, twin, symlinks=True)
+    patched = run(root, "sign", "--json", *SIMULATED)
+    assert patched.returncode == 0, patched.stderr
+    assert json.loads(patched.stdout)["zones"][0]["patched"] == ["~user5"]
+    full = run(twin, "sign", "--full", *SIMULATED)
+    assert full.returncode == 0, full.stderr
+    for name in (f"build/{ZONE}.zone", f"build/{ZONE}.envelopes.json", f"zones/{ZONE}.log"):
+        assert (root / name).read_bytes() == (twin / name).read_bytes(), name
     assert leftovers(root) == []
 
 

@@ -127,14 +127,14 @@ def _rdtype_text(rdtype: int) -> str:
 
 
 @dataclass(frozen=True, slots=True)
-class _Bitmap:
+class Bitmap:
     """An NSEC/NSEC3 type bitmap: wire form and the text dnspython prints for it."""
 
     wire: bytes
     text: str
 
     @classmethod
-    def of(cls, types: Iterable[int]) -> _Bitmap:
+    def of(cls, types: Iterable[int]) -> Bitmap:
         rdtypes = [dns.rdatatype.RdataType.make(rdtype) for rdtype in sorted(set(types))]
         windows = dns.rdtypes.util.Bitmap.from_rdtypes(rdtypes).windows
         wire = b"".join(bytes((window, len(bits))) + bits for window, bits in windows)
@@ -200,16 +200,15 @@ _Owners = dict[Labels, list[RRs]]
 def _add_nsec_chain(owners: _Owners, names: Mapping[Labels, str], shape: _Shape, ttl: int) -> None:
     """One NSEC per authoritative name; the next name keeps its case (RFC 6840 5.1)."""
     chain = shape.authoritative
-    bitmaps: dict[frozenset[int], _Bitmap] = {}
+    bitmaps: dict[frozenset[int], Bitmap] = {}
     for index, name in enumerate(chain):
         following = names[chain[(index + 1) % len(chain)]]
         types = frozenset((*_types_at(owners[name], delegation=name in shape.cuts), _RRSIG, _NSEC))
-        bitmap = bitmaps.get(types) or bitmaps.setdefault(types, _Bitmap.of(types))
-        wire = name_wire(labels_of(following, lower=False))
-        owners[name].append(RRs(_NSEC, ttl, (wire + bitmap.wire,), (following + bitmap.text,)))
+        bitmap = bitmaps.get(types) or bitmaps.setdefault(types, Bitmap.of(types))
+        owners[name].append(nsec_rrs(following, bitmap, ttl))
 
 
-def _nsec3_digest(name: Labels, salt: bytes, iterations: int) -> bytes:
+def nsec3_digest(name: Labels, salt: bytes, iterations: int) -> bytes:
     """RFC 5155 5: SHA-1 over the canonical wire name and salt, iterated."""
     digest = hashlib.sha1(name_wire(name) + salt, usedforsecurity=False).digest()
     for _ in range(iterations):
@@ -234,7 +233,7 @@ def _add_nsec3_chain(
     salt = bytes.fromhex(spec.nsec3_salt)
     iterations = spec.nsec3_iterations
     salt_text = salt.hex() if salt else "-"
-    fixed = struct.pack("!BBHB", NSEC3_HASH_SHA1, 0, iterations, len(salt)) + salt
+    fixed = _nsec3_fixed(spec)
     owners[origin].append(
         RRs(_NSEC3PARAM, NSEC3PARAM_TTL_SECONDS, (fixed,), (f"1 0 {iterations} {salt_text}",))
     )
@@ -246,23 +245,45 @@ def _add_nsec3_chain(
             types = _types_at(owners[name], delegation=delegation)
             if any(rdtype == _DS or not delegation for rdtype in types):
                 types.append(_RRSIG)
-        entries.append((_nsec3_digest(name, salt, iterations), frozenset(types), name))
+        entries.append((nsec3_digest(name, salt, iterations), frozenset(types), name))
     entries.sort(key=lambda entry: entry[0])
-    bitmaps: dict[frozenset[int], _Bitmap] = {}
+    bitmaps: dict[frozenset[int], Bitmap] = {}
     added = []
-    prefix = f"{NSEC3_HASH_SHA1} 0 {iterations} {salt_text} "
     for index, (digest, present, name) in enumerate(entries):
         following = entries[(index + 1) % len(entries)][0]
-        bitmap = bitmaps.get(present) or bitmaps.setdefault(present, _Bitmap.of(present))
-        label = base64.b32hexencode(digest).decode("ascii").lower()
-        next_text = base64.b32hexencode(following).decode("ascii").lower().rstrip("=")
-        owner = (label.encode("ascii"), *origin)
-        wire = fixed + bytes((len(following),)) + following + bitmap.wire
-        owners[owner] = [RRs(_NSEC3, ttl, (wire,), (prefix + next_text + bitmap.text,))]
+        bitmap = bitmaps.get(present) or bitmaps.setdefault(present, Bitmap.of(present))
+        owner = nsec3_owner(digest, origin)
+        owners[owner] = [nsec3_rrs(following, bitmap, ttl, spec)]
         added.append(owner)
         if sources is not None:
             sources[owner] = name
     return tuple(added)
+
+
+def _nsec3_fixed(spec: DNSSECSpec) -> bytes:
+    """The NSEC3 (and NSEC3PARAM) rdata fields before the next hashed owner."""
+    salt = bytes.fromhex(spec.nsec3_salt)
+    return struct.pack("!BBHB", NSEC3_HASH_SHA1, 0, spec.nsec3_iterations, len(salt)) + salt
+
+
+def nsec3_owner(digest: bytes, origin: Labels) -> Labels:
+    """The owner of the NSEC3 of a name whose hash is ``digest``."""
+    return (base64.b32hexencode(digest).decode("ascii").lower().encode("ascii"), *origin)
+
+
+def nsec3_rrs(following: bytes, bitmap: Bitmap, ttl: int, spec: DNSSECSpec) -> RRs:
+    """One NSEC3 rrset (next hashed owner ``following``, types ``bitmap``)."""
+    salt_text = bytes.fromhex(spec.nsec3_salt).hex() or "-"
+    prefix = f"{NSEC3_HASH_SHA1} 0 {spec.nsec3_iterations} {salt_text} "
+    next_text = base64.b32hexencode(following).decode("ascii").lower().rstrip("=")
+    wire = _nsec3_fixed(spec) + bytes((len(following),)) + following + bitmap.wire
+    return RRs(_NSEC3, ttl, (wire,), (prefix + next_text + bitmap.text,))
+
+
+def nsec_rrs(following: str, bitmap: Bitmap, ttl: int) -> RRs:
+    """One NSEC rrset (next owner ``following`` as written, types ``bitmap``)."""
+    wire = name_wire(labels_of(following, lower=False))
+    return RRs(_NSEC, ttl, (wire + bitmap.wire,), (following + bitmap.text,))
 
 
 @dataclass(frozen=True, slots=True)

@@ -280,6 +280,63 @@ def _unpacked(text: str) -> array.array[int]:
     return packed
 
 
+# --- what changed -----------------------------------------------------------------------
+
+
+@dataclass(frozen=True, slots=True)
+class Alignment:
+    """The definition's entries against the memo's, before any is parsed.
+
+    Attributes:
+        olds: per entry now, the memo's entry it continues (its text as was), or None.
+        signed: entries now whose text is new or whose key changed, ascending.
+    """
+
+    olds: tuple[int | None, ...]
+    signed: tuple[int, ...]
+
+
+def align_entries(
+    old_texts: Sequence[str],
+    old_keys: Sequence[str],
+    texts: Sequence[str],
+    key_lines: Sequence[str],
+) -> Alignment | None:
+    """Match each entry to the memo's entry of the same text (the header is the same, so
+    the same text is the same handle); ``key_lines`` are the old handles' key ``stat``
+    lines now. None when a text repeats or entries moved (then: a full run)."""
+    if list(old_texts) == list(texts):
+        signed = tuple(
+            i for i, (a, b) in enumerate(zip(old_keys, key_lines, strict=True)) if a != b
+        )
+        return Alignment(tuple(range(len(texts))), signed)
+    where: dict[str, int] = {}
+    for index, text in enumerate(old_texts):
+        if where.setdefault(text, index) != index:
+            return None
+    olds = tuple(where.get(text) for text in texts)
+    kept = [old for old in olds if old is not None]
+    if any(a >= b for a, b in itertools.pairwise(kept)):
+        return None
+    signed = tuple(
+        index for index, old in enumerate(olds) if old is None or old_keys[old] != key_lines[old]
+    )
+    return Alignment(olds, signed)
+
+
+def next_olds(olds: Sequence[int | None], count: int) -> list[int]:
+    """Per entry now, the memo's index of the first entry at or after it that continues
+    one of the memo's (``count`` past the last): where an added entry's lines go."""
+    found = [count] * len(olds)
+    following = count
+    for index in range(len(olds) - 1, -1, -1):
+        old = olds[index]
+        if old is not None:
+            following = old
+        found[index] = following
+    return found
+
+
 # --- patching --------------------------------------------------------------------------
 
 #: A replacement in a file: (start, end, new bytes), ``start <= end``.
@@ -298,6 +355,16 @@ def apply_edits(data: Chunk, edits: Sequence[Edit]) -> list[Chunk]:
         at = end
     chunks.append(data[at:])
     return chunks
+
+
+def placed(edits: Sequence[Edit]) -> list[int]:
+    """Where each edit's new bytes start once ``edits`` (ascending) are made."""
+    starts: list[int] = []
+    delta = 0
+    for start, end, new in edits:
+        starts.append(start + delta)
+        delta += len(new) - (end - start)
+    return starts
 
 
 def shift(offsets: Sequence[int], edits: Sequence[Edit]) -> list[int]:

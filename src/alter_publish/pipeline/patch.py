@@ -9,30 +9,31 @@ from __future__ import annotations
 
 import dataclasses
 import hashlib
+import re
+import struct
 import time
 from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 import dns.zone
 
-from alter_publish.definition.loader import read_definition
-from alter_publish.definition.model import ZoneSpec, load_handle_entries, load_zone_text
+from alter_publish.definition.model import (
+    ZoneSpec,
+)
 from alter_publish.definition.state import (
     SerialState,
-    SignatureWindow,
-    key_states,
-    state_path_for,
     zone_sha256,
 )
 from alter_publish.dns.anchors import TrustAnchor, read_trust_anchors
-from alter_publish.dns.dnssec import choose_window, rrsig_lines
+from alter_publish.dns.chainpatch import ChainPatch, SignedSection, patch_chain
 from alter_publish.dns.records import HandleRecord, Labels, RRs, from_zone, labels_of
-from alter_publish.dns.zonekeys import ZoneKey
 from alter_publish.dns.zonetext import parse_zone_text
-from alter_publish.errors import AlterError, DefinitionError, RenderError
+from alter_publish.errors import RenderError
 from alter_publish.fileio import Chunk
 from alter_publish.format.ed25519 import SigningKey
+from alter_publish.format.handles import parse_handle
 from alter_publish.format.identitylog import (
     MerkleTree,
     append_lines,
@@ -55,24 +56,23 @@ from alter_publish.pipeline.chain import (
 )
 from alter_publish.pipeline.commit import Chunks, Writes, commit
 from alter_publish.pipeline.context import ProvenRun, RunContext, ZoneStart
-from alter_publish.pipeline.fingerprint import Fingerprint, handle_key_lines
+from alter_publish.pipeline.fingerprint import handle_key_lines
 from alter_publish.pipeline.incremental import (
-    PATCH_MAX_SHARE,
     PATCH_OWNER_SCANS,
     Edit,
-    Entries,
     Memo,
     apply_edits,
     memo_path,
+    next_olds,
+    placed,
     shift,
-    split_entries,
 )
 from alter_publish.pipeline.memory import (
     base_digest,
-    shipped_templates,
     valid_span,
     write_fingerprint,
 )
+from alter_publish.pipeline.patchbase import PatchBase, patch_base
 from alter_publish.pipeline.paths import current_outputs
 from alter_publish.pipeline.render import (
     SignedHandle,
@@ -81,108 +81,13 @@ from alter_publish.pipeline.render import (
     handle_segments,
     template_context,
 )
-from alter_publish.pipeline.reports import Stopwatch, ZoneResult, zone_result
-from alter_publish.pipeline.transparency import (
-    Publication,
-    checkpoints_path_for,
-    log_dir,
-    plan_publication,
-    read_history,
-    resumed_tree,
-    with_proofs,
-)
+from alter_publish.pipeline.reports import Change, Stopwatch, ZoneResult, zone_result
+from alter_publish.pipeline.transparency import Publication, resumed_publication, with_proofs
 from alter_publish.verify.proof import Expectation, ProofReport, prove_zone
 from alter_publish.version import __version__
 
 _SOA_TYPE = 6
 _TXT_TYPE = 16
-
-
-@dataclass(frozen=True, slots=True)
-class _Base:
-    """What a patch starts from, every check passed: the memo of the last proven run,
-    the definition cut into entries, the entries changed since and their handles (in
-    ``spec``), the serial state and (DNSSEC) the zone keys and signature window."""
-
-    record: Fingerprint
-    memo: Memo
-    entries: Entries
-    changed: tuple[int, ...]
-    spec: ZoneSpec  # the zone (``spec.path`` its definition) with just the changed handles
-    state: SerialState
-    zone_keys: tuple[ZoneKey, ...]
-    window: SignatureWindow | None
-
-
-def _changed_entries(
-    ctx: RunContext, start: ZoneStart, record: Fingerprint, memo: Memo
-) -> tuple[Entries, tuple[int, ...]] | None:
-    """The definition's entries and which of them (or of their keys) changed; None when
-    the definition or anything else the memo rests on is not as it was, or too much did."""
-    if not record.valid_from <= ctx.now < record.valid_until:
-        return None  # something falls due: a full run renews it
-    try:
-        entries = split_entries(read_definition(start.definition))
-    except DefinitionError:
-        return None  # the full run says what is wrong
-    count = len(memo.refs)
-    if entries is None or len(entries.texts) != count or len(start.handle_lines) != count:
-        return None
-    if base_digest(ctx, start.definition, memo.zone, entries) != memo.base:
-        return None
-    changed = tuple(
-        index
-        for index, (entry, key, old_entry, old_key) in enumerate(
-            zip(entries.texts, start.handle_lines, memo.entries, memo.keys, strict=True)
-        )
-        if entry != old_entry or key != old_key
-    )
-    if not changed or len(changed) > max(1, int(count * PATCH_MAX_SHARE)):
-        return None
-    return entries, changed
-
-
-def _base(ctx: RunContext, start: ZoneStart) -> _Base | None:
-    """Where a patch of ``start`` starts, or None when it cannot be done as a full run would.
-
-    Raises:
-        KeyStoreError: the zone keys cannot be read.
-    """
-    record = start.record
-    memo = Memo.read(memo_path(ctx.out, start.definition)) if record else None
-    if record is None or memo is None or memo.zone != record.zone:
-        return None
-    if not shipped_templates(ctx.templates):
-        return None
-    found = _changed_entries(ctx, start, record, memo)
-    if found is None:
-        return None
-    entries, changed = found
-    try:
-        zone = load_zone_text(entries.header, start.definition)
-        handle_specs = load_handle_entries(entries.document(changed), start.definition, zone)
-    except AlterError:
-        return None
-    if [(h.handle.ref, h.ttl) for h in handle_specs] != [
-        (memo.refs[index], memo.ttls[index]) for index in changed
-    ]:
-        return None  # a handle renamed, or a TTL that may move the zone's largest
-    spec = dataclasses.replace(zone, handles=handle_specs)
-    if record.summary.get("tls_files") or spec.tlsa_sets():
-        return None  # TLSA records (DANE): a full run renders and signs them
-    state = SerialState.read(state_path_for(start.definition))
-    if spec.origin != memo.zone or spec.dnssec.enabled != bool(memo.blocks):
-        return None
-    if state is None or state.serial != memo.serial:
-        return None
-    zone_keys: tuple[ZoneKey, ...] = ()
-    window = None
-    if spec.dnssec.enabled:
-        zone_keys = ctx.keys.zones.current(spec.origin, create=False, now=ctx.now)
-        window = choose_window(state.signatures, ctx.now, spec.dnssec)
-        if window != state.signatures or key_states(zone_keys) != state.keys:
-            return None
-    return _Base(record, memo, entries, changed, spec, state, zone_keys, window)
 
 
 @dataclass(frozen=True, slots=True)
@@ -195,7 +100,7 @@ class _Chained:
     expectations: dict[str, Expectation]
 
 
-def _chain(ctx: RunContext, base: _Base) -> _Chained | None:
+def _chain(ctx: RunContext, base: PatchBase) -> _Chained | None:
     """Run the changed handles through the envelope chain; None when a revocation is
     queued or the log is not as the memo says.
 
@@ -229,26 +134,6 @@ def _chain(ctx: RunContext, base: _Base) -> _Chained | None:
     return _Chained(log_path, raw_log, chain, handle_expectations(chain.signed, index))
 
 
-def _publication(ctx: RunContext, base: _Base, chain: EnvelopeChain) -> Publication | None:
-    """The log's checkpoint and tiles after the chain, resumed from the stored tiles; None
-    when the history or tiles are behind the log (a full run brings them up to it).
-
-    Raises:
-        KeyStoreError: the zone has checkpoints but its log key is gone.
-        RenderError: the checkpoint history is unreadable.
-    """
-    spec = base.spec
-    new = [entry.to_bytes() for entry in chain.new_entries]
-    base_size = chain.tree.size - len(new)
-    history = read_history(checkpoints_path_for(spec.path))
-    if (history.sizes[-1] if history.sizes else 0) != base_size:
-        return None
-    tree = resumed_tree(log_dir(ctx.out, spec.origin), base_size, new, chain.tree.root())
-    if tree is None:
-        return None
-    return plan_publication(ctx.keys, spec.origin, spec.path, ctx.out, tree, create=ctx.create_keys)
-
-
 @dataclass(frozen=True, slots=True)
 class _Rendered:
     """The changed handles rendered into edits of the last run's zone file."""
@@ -258,14 +143,51 @@ class _Rendered:
     serial: int
     digest: str  # of the zone text with serial 0 (the serial state's digest)
     envelopes_serial_end: int
-    zone_edits: list[Edit]  # the serial, then each changed handle's lines
+    zone_edits: list[Edit]  # the serial, then each changed, added or removed handle's lines
+    added: dict[int, Edit]  # per added entry, the edit that inserts its lines
     head: str  # the zone text before the first handle, with the new serial
     proof_text: list[str]  # the head and the changed handles' lines
     rrsets: list[HandleRecord]
 
 
+def _touched(base: PatchBase) -> list[int]:
+    """The memo's handles whose lines a patch replaces, removes or adds lines beside."""
+    count = len(base.memo.refs)
+    following = next_olds(base.olds, count)
+    found = {*base.removed}
+    for index in base.changed:
+        old = base.olds[index]
+        found.add(min(following[index], count - 1) if old is None else old)
+    return sorted(found)
+
+
+def _segment_edits(
+    base: PatchBase, segments: Sequence[bytes], rrsets: Sequence[HandleRecord], old_zone: bytes
+) -> tuple[list[Edit], dict[int, Edit]] | None:
+    """Each changed handle's lines replaced or inserted, each removed handle's taken out."""
+    memo = base.memo
+    starts = memo.segments
+    following = next_olds(base.olds, len(memo.refs))
+    rows: list[tuple[int, int, int, bytes]] = []
+    added: dict[int, tuple[int, int, int, bytes]] = {}
+    for index, segment, record in zip(base.changed, segments, rrsets, strict=True):
+        old = base.olds[index]
+        if old is not None:
+            rows.append((starts[old], starts[old + 1], index, segment))
+            continue
+        if base.window is None and f"\n{record.owner} ".encode() in old_zone:
+            return None  # a name of the zone already (the DNSSEC patch finds it there)
+        at = starts[following[index]]
+        added[index] = (at, at, index, segment)
+        rows.append(added[index])
+    rows += ((starts[old], starts[old + 1], -1, b"") for old in base.removed)
+    rows.sort(key=lambda row: row[:3])
+    edits = {id(row): (row[0], row[1], row[3]) for row in rows}
+    return [edits[id(row)] for row in rows], {i: edits[id(row)] for i, row in added.items()}
+
+
 def _render(
-    ctx: RunContext, base: _Base, signed: Sequence[SignedHandle], outputs: tuple[Path, Path]
+    ctx: RunContext, base: PatchBase, signed: Sequence[SignedHandle], outputs: tuple[Path, Path]
 ) -> _Rendered | None:
     """Render the changed handles and the serial their digest gives; None when the old
     outputs are not where the memo says."""
@@ -275,7 +197,7 @@ def _render(
         old_envelopes = outputs[1].read_bytes()
     except OSError:
         return None
-    if not memo.fits(old_zone, old_envelopes, base.changed):
+    if not memo.fits(old_zone, old_envelopes, _touched(base)):
         return None
     old_serial = str(memo.serial).encode()
     serial_end = memo.serial_at + len(old_serial)
@@ -288,10 +210,10 @@ def _render(
     rrsets = handle_rrsets(signed)
     context = template_context(spec, signed, 0, __version__, rrsets)
     segments = [text.encode() for text in handle_segments(ctx.templates, context)]
-    segment_edits: list[Edit] = [
-        (memo.segments[index], memo.segments[index + 1], segment)
-        for index, segment in zip(base.changed, segments, strict=True)
-    ]
+    made = _segment_edits(base, segments, rrsets, old_zone[: memo.rendered_end])
+    if made is None:
+        return None
+    segment_edits, added = made
     draft = hashlib.sha256()
     rendered = memoryview(old_zone)[: memo.rendered_end]
     for chunk in apply_edits(rendered, [(memo.serial_at, serial_end, b"0"), *segment_edits]):
@@ -308,19 +230,35 @@ def _render(
         draft.hexdigest(),
         env_serial_end,
         zone_edits,
+        added,
         head,
         proof_text,
         rrsets,
     )
 
 
+#: The comment line the DNSSEC records start with (the count of signatures changes).
+_DNSSEC_HEADER = re.compile(
+    rb"\n; DNSSEC \(alter-publish\): [^\n]*?, (\d+) signatures valid [^\n]*\n"
+)
+
+
+@dataclass(frozen=True, slots=True)
+class _Signed:
+    """The DNSSEC edits of a patch: the header's count, then every changed block."""
+
+    edits: list[Edit]
+    chain: ChainPatch
+    signatures: int
+
+
 def _patched_zone(
     ctx: RunContext,
-    base: _Base,
+    base: PatchBase,
     signed: Sequence[SignedHandle],
     watch: Stopwatch,
     outputs: tuple[Path, Path, Path],
-) -> tuple[_Rendered, list[Edit], dns.zone.Zone] | None:
+) -> tuple[_Rendered, list[Edit], _Signed | None, dns.zone.Zone] | None:
     """The zone file's edits (sorted, none that changes nothing) and the zone of the
     changed lines to prove, from the last ``outputs`` (one set); None when anything does
     not fit."""
@@ -331,129 +269,209 @@ def _patched_zone(
         if rendered is None:
             return None
         zone_edits, proof_text = list(rendered.zone_edits), list(rendered.proof_text)
+        dnssec = None
         if base.window is not None:
             with watch.stage("dnssec"):
-                blocks = _patched_blocks(rendered, base, zone_file.name)
-                if blocks is None:
-                    return None
-                zone_edits.extend(blocks)
-                proof_text.extend(new.decode() for _, _, new in blocks)
+                dnssec = _patched_blocks(rendered, base, zone_file.name)
+            zone_edits.extend(dnssec.edits)
+            proof_text.append(dnssec.chain.blocks)
         # Edits that change nothing (an entry's comment edited, say) are no edits: a full run
         # would leave such a file alone.
         old_zone = rendered.old_zone
         zone_edits = sorted(
             (edit for edit in zone_edits if old_zone[edit[0] : edit[1]] != edit[2]),
-            key=lambda edit: edit[0],
+            key=lambda edit: edit[:2],
         )
         mini = parse_zone_text("".join(proof_text), base.spec.origin, where=zone_file.name)
     except (ValueError, UnicodeDecodeError, RenderError):
         return None
-    return rendered, zone_edits, mini
+    return rendered, zone_edits, dnssec, mini
 
 
-def _patched_blocks(rendered: _Rendered, base: _Base, where: str) -> list[Edit] | None:
-    """The apex's and each changed handle's DNSSEC lines with new RRSIGs over the SOA
-    and their TXT rrsets (every other line stays: the owners and their types are the
-    same, so the denial chain is too)."""
+def _patched_blocks(rendered: _Rendered, base: PatchBase, where: str) -> _Signed:
+    """The DNSSEC edits: the SOA's and the edited handles' RRSIGs made again, the added
+    and removed handles' owners put in and taken out of the denial chain (see
+    :mod:`alter_publish.dns.chainpatch`), and the count of signatures.
+
+    Raises:
+        ValueError: that cannot be done exactly as a full signing does it.
+    """
     assert base.window is not None  # noqa: S101 (narrowing: only a signed zone has blocks)
     old_zone, memo = rendered.old_zone, base.memo
     records = from_zone(parse_zone_text(rendered.head, base.spec.origin, where=where))
     origin = records.origin
     soa = next((rrs for rrs in records.owners[origin] if rrs.rdtype == _SOA_TYPE), None)
-    if soa is None:
-        return None
+    header = _DNSSEC_HEADER.match(old_zone, memo.rendered_end)
+    if soa is None or header is None:
+        raise ValueError("no SOA, or not the DNSSEC records the signer writes")
     names = dict(records.names)
-    todo: list[tuple[Labels, RRs]] = [(origin, soa)]
-    for record in rendered.rrsets:
+    resign: list[tuple[Labels, RRs]] = [(origin, soa)]
+    added: list[tuple[Labels, RRs]] = []
+    for index, record in zip(base.changed, rendered.rrsets, strict=True):
         labels = labels_of(record.owner)
         names[labels] = record.owner
-        todo.append((labels, RRs(_TXT_TYPE, record.ttl, record.wires)))
-    signatures = rrsig_lines(
-        todo, keys=base.zone_keys, window=base.window, origin=origin, names=names
+        rrs = RRs(_TXT_TYPE, record.ttl, record.wires)
+        (resign if base.edited(index) else added).append((labels, rrs))
+    removed = []
+    for old in base.removed:
+        owner = parse_handle(memo.refs[old]).owner(base.spec.origin)
+        removed.append(labels_of(owner))
+        names[removed[-1]] = owner
+    (minimum,) = struct.unpack("!I", soa.wires[0][-4:])
+    chain = patch_chain(
+        SignedSection(old_zone, header.end(), len(old_zone), origin),
+        spec=base.spec.dnssec,
+        keys=base.zone_keys,
+        window=base.window,
+        denial_ttl=min(int(minimum), soa.ttl),
+        names=names,
+        resign=resign,
+        added=added,
+        removed=removed,
     )
-    spans = [memo.apex, *((memo.blocks[2 * i], memo.blocks[2 * i + 1]) for i in base.changed)]
-    covered = ["SOA", *("TXT" for _ in base.changed)]
-    owners = [names[origin], *(record.owner for record in rendered.rrsets)]
-    edits: list[Edit] = []
-    for (start, end), kind, owner, lines in zip(spans, covered, owners, signatures, strict=True):
-        prefix = f"{owner} ".encode()
-        if old_zone[start - 1 : start] != b"\n" or old_zone.startswith(prefix, end):
-            return None  # not where the owner's lines start, or not all of them
-        block = _with_rrsigs(old_zone[start:end].decode("ascii"), owner, kind, lines)
-        if block is None:
-            return None
-        edits.append((start, end, block.encode("ascii")))
-    return edits
+    count = int(header.group(1)) + chain.signatures
+    edits: list[Edit] = [(header.start(1), header.end(1), str(count).encode()), *chain.edits]
+    return _Signed(edits, chain, count)
 
 
-def _with_rrsigs(block: str, owner: str, covered: str, lines: str) -> str | None:
-    """``block`` (one owner's DNSSEC lines) with its RRSIGs over ``covered`` replaced;
-    None when it is not that owner's block."""
-    rows = block.splitlines(keepends=True)
-    if not all(row.startswith(f"{owner} ") and row.endswith("\n") for row in rows):
-        return None
-    marker = f" IN RRSIG {covered} "
-    found = [number for number, row in enumerate(rows) if marker in row]
-    if not found or found != list(range(found[0], found[-1] + 1)):
-        return None
-    return "".join(rows[: found[0]]) + lines + "".join(rows[found[-1] + 1 :])
-
-
-def _envelope_edits(base: _Base, signed: Sequence[SignedHandle], rendered: _Rendered) -> list[Edit]:
-    """The envelopes document's edits: each changed handle's line, then the serial."""
+def _envelope_edits(
+    base: PatchBase, signed: Sequence[SignedHandle], rendered: _Rendered
+) -> tuple[list[Edit], dict[int, Edit]]:
+    """The envelopes document's edits: each changed handle's line replaced or inserted,
+    each removed one's taken out, the first line's separator, then the serial; and per
+    added entry the edit that inserts its line."""
     memo = base.memo
-    edits: list[Edit] = [
-        (
-            memo.envelopes[index],
-            memo.envelopes[index + 1],
-            (("\n" if index == 0 else ",\n") + envelope_line(item)).encode(),
-        )
-        for index, item in zip(base.changed, signed, strict=True)
-    ]
+    starts, count = memo.envelopes, len(memo.refs)
+    following = next_olds(base.olds, count)
+    rows: list[tuple[int, int, int, bytes]] = []
+    added: dict[int, tuple[int, int, int, bytes]] = {}
+    for index, item in zip(base.changed, signed, strict=True):
+        line = (("\n" if index == 0 else ",\n") + envelope_line(item)).encode()
+        old = base.olds[index]
+        if old is not None:
+            rows.append((starts[old], starts[old + 1], index, line))
+            continue
+        at = starts[following[index]]
+        added[index] = (at, at, index, line)
+        rows.append(added[index])
+    rows += ((starts[old], starts[old + 1], -1, b"") for old in base.removed)
+    # The separator before a line kept as it was: "\n" before the first, ",\n" elsewhere.
+    first = base.olds[0]
+    if first is not None and first != 0 and 0 not in base.changed:
+        rows.append((starts[first], starts[first] + 2, 0, b"\n"))
+    if 0 not in base.removed and base.olds[0] != 0 and 0 in base.olds:
+        index = base.olds.index(0)
+        if index not in base.changed:
+            rows.append((starts[0], starts[0] + 1, index, b",\n"))
     serial = (memo.envelopes_serial_at, rendered.envelopes_serial_end, str(rendered.serial))
-    edits.append((serial[0], serial[1], serial[2].encode()))
-    return [edit for edit in edits if rendered.old_envelopes[edit[0] : edit[1]] != edit[2]]
+    rows.append((serial[0], serial[1], len(base.olds), serial[2].encode()))
+    rows.sort(key=lambda row: row[:3])
+    old_envelopes = rendered.old_envelopes
+    edits = {id(row): (row[0], row[1], row[3]) for row in rows}
+    return (
+        [edits[id(row)] for row in rows if old_envelopes[row[0] : row[1]] != row[3]],
+        {index: edits[id(row)] for index, row in added.items()},
+    )
 
 
 def _handle_keys(
-    base: _Base, signed: Sequence[SignedHandle], handle_lines: Sequence[str]
+    ctx: RunContext, base: PatchBase, signed: Sequence[SignedHandle], handle_lines: Sequence[str]
 ) -> tuple[tuple[tuple[str, int], ...], tuple[str, ...]]:
-    """The record's handle keys and their ``stat`` lines, the changed handles' taken anew."""
-    handle_keys = list(base.record.handle_keys)
-    lines = list(handle_lines)
+    """The record's handle keys and their ``stat`` lines, in the definition's order now:
+    the changed and added handles' taken anew."""
+    old_keys, origin = base.record.handle_keys, base.spec.origin
+    handle_keys: list[tuple[str, int]] = []
+    lines: list[str] = []
+    for old in base.olds:
+        handle_keys.append(old_keys[old] if old is not None else ("", 0))
+        lines.append(handle_lines[old] if old is not None else "")
     for position, item in zip(base.changed, signed, strict=True):
-        directory = handle_keys[position][0]
+        old = base.olds[position]
+        handle = item.spec.handle
+        directory = (
+            old_keys[old][0] if old is not None else ctx.keys.handle_dir_text(origin, handle)
+        )
         handle_keys[position] = (directory, item.envelope.epoch)
         lines[position] = handle_key_lines([handle_keys[position]])[0]
     return tuple(handle_keys), tuple(lines)
 
 
+def _blocks_after(
+    base: PatchBase, zone_edits: Sequence[Edit], signed_edits: _Signed | None
+) -> tuple[list[int], tuple[int, int]]:
+    """Where each handle's and the apex's DNSSEC lines stand once ``zone_edits`` are made."""
+    memo = base.memo
+    if signed_edits is None:
+        return [], memo.apex
+    lengths = {(start, end): len(new) for start, end, new in zone_edits}
+    spans = [(memo.blocks[2 * old], memo.blocks[2 * old + 1]) for old in range(len(memo.refs))]
+    spans.append(memo.apex)
+    moved = shift([start for start, _ in spans], zone_edits)
+    ends = [
+        start + lengths.get((old_start, old_end), old_end - old_start)
+        for start, (old_start, old_end) in zip(moved, spans, strict=True)
+    ]
+    positions = {id(edit): at for edit, at in zip(zone_edits, placed(zone_edits), strict=True)}
+    chain = signed_edits.chain
+    inserted = {name: signed_edits.edits[1 + index] for name, index in chain.inserted.items()}
+    blocks: list[int] = []
+    owners = {
+        index: labels_of(item.owner)
+        for index, item in zip(base.changed, base.spec.handles, strict=True)
+    }
+    for index, old in enumerate(base.olds):
+        if old is not None:
+            blocks += (moved[old], ends[old])
+            continue
+        edit = inserted[owners[index]]
+        at = positions[id(edit)]
+        blocks += (at, at + len(edit[2]))
+    return blocks, (moved[-1], ends[-1])
+
+
 def _memo_after(
-    base: _Base,
+    base: PatchBase,
     tree: MerkleTree,
     rendered: _Rendered,
-    edits: tuple[Sequence[Edit], Sequence[Edit]],
+    edits: tuple[Sequence[Edit], Sequence[Edit], dict[int, Edit], _Signed | None],
     lines: tuple[str, ...],
+    ttls: tuple[int, ...],
 ) -> Memo:
     """The memo once the zone file and envelopes document ``edits`` are made."""
     memo = base.memo
-    zone_edits, envelope_edits = edits
-    zone_offsets = shift([*memo.segments, *memo.blocks, *memo.apex, memo.rendered_end], zone_edits)
-    segments_count = len(memo.segments)
-    blocks_end = segments_count + len(memo.blocks)
-    envelope_offsets = shift((*memo.envelopes, memo.envelopes_serial_at), envelope_edits)
+    zone_edits, envelope_edits, added_lines, signed_edits = edits
+    count = len(memo.refs)
+    zone_moved = shift([*memo.segments, memo.rendered_end], zone_edits)
+    zone_at = {id(e): at for e, at in zip(zone_edits, placed(zone_edits), strict=True)}
+    env_moved = shift([*memo.envelopes, memo.envelopes_serial_at], envelope_edits)
+    env_at = {id(e): at for e, at in zip(envelope_edits, placed(envelope_edits), strict=True)}
+    segments: list[int] = []
+    envelopes: list[int] = []
+    for index, old in enumerate(base.olds):
+        if old is not None:
+            segments.append(zone_moved[old])
+            envelopes.append(env_moved[old])
+        else:
+            segments.append(zone_at[id(rendered.added[index])])
+            envelopes.append(env_at[id(added_lines[index])])
+    blocks, apex = _blocks_after(base, zone_edits, signed_edits)
+    refs = [memo.refs[old] if old is not None else "" for old in base.olds]
+    for index, handle_spec in zip(base.changed, base.spec.handles, strict=True):
+        refs[index] = handle_spec.handle.ref
     return dataclasses.replace(
         memo,
+        refs=tuple(refs),
         entries=base.entries.texts,
         keys=lines,
+        ttls=ttls,
         log=tuple(tree.frontier()),
         serial=rendered.serial,
-        segments=zone_offsets[:segments_count],
-        blocks=zone_offsets[segments_count:blocks_end],
-        apex=(zone_offsets[blocks_end], zone_offsets[blocks_end + 1]),
-        rendered_end=zone_offsets[-1],
-        envelopes=envelope_offsets[:-1],
-        envelopes_serial_at=envelope_offsets[-1],
+        segments=[*segments, zone_moved[count]],
+        blocks=blocks,
+        apex=apex,
+        rendered_end=zone_moved[-1],
+        envelopes=[*envelopes, env_moved[count]],
+        envelopes_serial_at=env_moved[-1],
     )
 
 
@@ -462,7 +480,7 @@ class Patched:
     """An incremental run of one zone: a few handles' lines patched into the last
     proven run's outputs (see :mod:`incremental`), in memory until committed."""
 
-    base: _Base
+    base: PatchBase
     chained: _Chained
     state: SerialState
     zone: tuple[Chunk, ...] | None  # None: unchanged
@@ -470,6 +488,7 @@ class Patched:
     memo: Memo  # after the patch (``base`` is taken once the outputs are written)
     handle_keys: tuple[tuple[str, int], ...]
     handle_lines: tuple[str, ...]
+    signatures: int | None  # the zone's RRSIGs (None: not signed)
     proof: ProofReport
     watch: Stopwatch
     publication: Publication
@@ -512,7 +531,7 @@ class Patched:
                 written = commit(ctx, self._writes())
                 if not ctx.check:
                     self._remember(ctx)
-        chain, summary = self.chained.chain, self.base.record.summary
+        chain, summary = self.chained.chain, self._summary()
         return zone_result(
             ctx.out,
             self.origin,
@@ -524,9 +543,32 @@ class Patched:
             timings=self.watch.stages,
             ds=tuple(str(line) for line in summary.get("ds", ())),
             dnssec=summary.get("dnssec"),
-            patched=tuple(item.spec.handle.ref for item in chain.signed),
-            changes=tuple(chain.changes),
+            patched=(*(item.spec.handle.ref for item in chain.signed), *self._removed()),
+            changes=tuple(self._changes()),
         )
+
+    def _removed(self) -> list[str]:
+        return [self.base.memo.refs[old] for old in self.base.removed]
+
+    def _changes(self) -> list[Change]:
+        """Why, as a full run says it (handles published again, then removed ones)."""
+        chain, base = self.chained.chain, self.base
+        changes = list(chain.changes)
+        named = {change.handle for change in changes if change.reason == "new"}
+        changes += (
+            Change(item.spec.handle.ref, "new", "published again")
+            for index, item in zip(base.changed, chain.signed, strict=True)
+            if not base.edited(index) and item.spec.handle.ref not in named
+        )
+        changes += (Change(ref, "removed", "") for ref in sorted(self._removed()))
+        return changes
+
+    def _summary(self) -> dict[str, Any]:
+        """The record's summary of the run the patch makes."""
+        summary = {**self.base.record.summary, "serial": self.state.serial}
+        if self.signatures is not None and isinstance(summary.get("dnssec"), dict):
+            summary["dnssec"] = {**summary["dnssec"], "signatures": self.signatures}
+        return summary
 
     def _writes(self) -> Writes:
         chained = self.chained
@@ -553,7 +595,7 @@ class Patched:
         # never long: a later run at worst goes in full).
         valid_from, valid_until = valid_span(self.chained.chain.signed, self.state.signatures, spec)
         span = (max(record.valid_from, valid_from), min(record.valid_until, valid_until))
-        summary = {**record.summary, "serial": self.state.serial}
+        summary = self._summary()
         entries = self.base.entries
         write_fingerprint(
             ctx, spec, entries.text, self.handle_keys, self.handle_lines, span, summary
@@ -571,7 +613,7 @@ def patched(ctx: RunContext, start: ZoneStart) -> Patched | None:
         KeyStoreError: a changed handle's key is missing, unusable or behind the log.
         SigningError: the zone keys cannot sign.
     """
-    base = _base(ctx, start) if ctx.verify else None
+    base = patch_base(ctx, start) if ctx.verify else None
     if base is None:
         return None
     watch = Stopwatch([("load", time.perf_counter() - start.started)])
@@ -580,7 +622,7 @@ def patched(ctx: RunContext, start: ZoneStart) -> Patched | None:
     if chained is None:
         return None
     with watch.stage("log"):
-        publication = _publication(ctx, base, chained.chain)
+        publication = resumed_publication(ctx, base.spec, chained.chain)
     if publication is None:
         return None
     chained.chain.signed = with_proofs(chained.chain.signed, publication)
@@ -589,16 +631,26 @@ def patched(ctx: RunContext, start: ZoneStart) -> Patched | None:
     made = _patched_zone(ctx, base, signed, watch, outputs)
     if made is None:
         return None
-    rendered, zone_edits, mini = made
+    rendered, zone_edits, dnssec, mini = made
     with watch.stage("proof"):
         anchors: tuple[TrustAnchor, ...] = ()
         if base.window is not None:
             anchors = read_trust_anchors(outputs[2])
+        absent = tuple(parse_handle(base.memo.refs[old]) for old in base.removed)
         proof = prove_zone(
-            mini, base.spec, chained.expectations, now=ctx.now, anchors=anchors, probe=False
+            mini,
+            base.spec,
+            chained.expectations,
+            now=ctx.now,
+            anchors=anchors,
+            probe=False,
+            absent=absent,
         )
-    envelope_edits = _envelope_edits(base, signed, rendered)
-    handle_keys, lines = _handle_keys(base, signed, start.handle_lines)
+    envelope_edits, added_lines = _envelope_edits(base, signed, rendered)
+    handle_keys, lines = _handle_keys(ctx, base, signed, start.handle_lines)
+    ttls = [base.memo.ttls[old] if old is not None else 0 for old in base.olds]
+    for index, handle_spec in zip(base.changed, base.spec.handles, strict=True):
+        ttls[index] = handle_spec.ttl
     old_zone, old_envelopes = rendered.old_zone, rendered.old_envelopes
     new_zone = tuple(apply_edits(memoryview(old_zone), zone_edits)) if zone_edits else None
     state = dataclasses.replace(
@@ -617,9 +669,17 @@ def patched(ctx: RunContext, start: ZoneStart) -> Patched | None:
             if envelope_edits
             else None
         ),
-        memo=_memo_after(base, chained.chain.tree, rendered, (zone_edits, envelope_edits), lines),
+        memo=_memo_after(
+            base,
+            chained.chain.tree,
+            rendered,
+            (zone_edits, envelope_edits, added_lines, dnssec),
+            lines,
+            tuple(ttls),
+        ),
         handle_keys=handle_keys,
         handle_lines=lines,
+        signatures=None if dnssec is None else dnssec.signatures,
         proof=proof,
         watch=watch,
         publication=publication,

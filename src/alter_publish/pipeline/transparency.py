@@ -20,6 +20,7 @@ from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
+from alter_publish.definition.model import ZoneSpec
 from alter_publish.errors import RenderError, VerificationError
 from alter_publish.fileio import atomic_write_bytes
 from alter_publish.format.identitylog import leaf_hash
@@ -28,6 +29,8 @@ from alter_publish.format.tiles import ENTRIES, TILE_WIDTH, Tile, TreeHashes, ti
 from alter_publish.format.tlog import PROOF_HEADER, Checkpoint
 from alter_publish.keys.logkey import log_origin
 from alter_publish.keys.store import KeyStore
+from alter_publish.pipeline.chain import EnvelopeChain
+from alter_publish.pipeline.context import RunContext
 from alter_publish.pipeline.render import SignedHandle
 
 LOG_DIR = "log"
@@ -171,6 +174,28 @@ def resumed_tree(
     except (OSError, ValueError):
         return None
     return tree
+
+
+def resumed_publication(
+    ctx: RunContext, spec: ZoneSpec, chain: EnvelopeChain
+) -> Publication | None:
+    """The log's checkpoint and tiles after ``chain`` (a patch run), resumed from the
+    stored tiles; None when the history or tiles are behind the log (a full run brings
+    them up to it).
+
+    Raises:
+        KeyStoreError: the zone has checkpoints but its log key is gone.
+        RenderError: the checkpoint history is unreadable.
+    """
+    new = [entry.to_bytes() for entry in chain.new_entries]
+    base_size = chain.tree.size - len(new)
+    history = read_history(checkpoints_path_for(spec.path))
+    if (history.sizes[-1] if history.sizes else 0) != base_size:
+        return None
+    tree = resumed_tree(log_dir(ctx.out, spec.origin), base_size, new, chain.tree.root())
+    if tree is None:
+        return None
+    return plan_publication(ctx.keys, spec.origin, spec.path, ctx.out, tree, create=ctx.create_keys)
 
 
 def write_publication(publication: Publication) -> list[str]:

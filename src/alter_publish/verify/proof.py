@@ -107,11 +107,13 @@ class ProofReport:
     results: tuple[HandleProof, ...]
     seconds: float
     denial: HandleProof | None = None
+    #: Handles taken out of the zone, each proven to resolve to a secure denial.
+    removed: tuple[HandleProof, ...] = ()
 
     @property
     def checks(self) -> tuple[HandleProof, ...]:
-        """Every verdict: the handles, then the denial probe (if any)."""
-        return self.results + ((self.denial,) if self.denial else ())
+        """Every verdict: the handles, then the denial probe (if any), then the removed."""
+        return self.results + ((self.denial,) if self.denial else ()) + self.removed
 
     @property
     def ok(self) -> bool:
@@ -133,7 +135,7 @@ class ProofReport:
             "denial": self.denial.to_mapping() if self.denial else None,
             "failed": len(self.failures),
             "seconds": round(self.seconds, 3),
-        }
+        } | ({"removed": [result.to_mapping() for result in self.removed]} if self.removed else {})
 
 
 #: A handle no zone publishes: the proof resolves it to check the signed denial.
@@ -150,15 +152,28 @@ def prove_zone(
     jobs: int = 1,
     progress: Progress | None = None,
     probe: bool = True,
+    absent: Sequence[Handle] = (),
 ) -> ProofReport:
-    """Serve ``zone`` on 127.0.0.1 (OS-chosen port) and prove it (see :func:`prove_served`).
+    """Serve ``zone`` on 127.0.0.1 (OS-chosen port) and prove it (see :func:`prove_served`;
+    ``absent``: handles taken out, each must resolve to a secure denial).
 
     Raises:
         ServeError: the loopback server could not start.
     """
     with Workers(jobs, fresh=True, size=len(spec.handles)) as workers:  # start meanwhile
         answerer = answerer_for([zone])
-        return _prove_answerer(answerer, spec, expected, now, anchors, workers, progress, probe)
+        with ZoneServer([], answerer=answerer) as server:
+            return prove_served(
+                server.address,
+                spec,
+                expected,
+                now=now,
+                anchors=anchors,
+                workers=workers,
+                progress=progress,
+                probe=probe,
+                absent=absent,
+            )
 
 
 def prove_records(
@@ -254,6 +269,7 @@ def prove_served(
     workers: Workers | None = None,
     progress: Progress | None = None,
     probe: bool = True,
+    absent: Sequence[Handle] = (),
 ) -> ProofReport:
     """Resolve and verify every handle of ``spec`` at the name server ``server``.
 
@@ -314,6 +330,7 @@ def prove_served(
         owners = [handles[index].owner for index in again]
         if probe:
             owners.append(ABSENT_PROBE.owner(spec.origin))
+        owners += (handle.owner(spec.origin) for handle in absent)
         try:  # every query in flight at once; see StubResolver.exchange_many
             answers = stub.query_txt_many(owners) if owners else []
         except ResolveError as exc:  # the zone's DNSKEY query failed
@@ -326,13 +343,19 @@ def prove_served(
             progress.advance(1)
     if progress is not None:
         progress.done()
-    denial = _prove_denial(answers[-1], spec, now) if probe else None
+    tail = answers[len(again) :]
+    denial = _prove_denial(tail[0], spec, now) if probe else None
+    removed = tuple(
+        _prove_denial(answer, spec, now, handle)
+        for handle, answer in zip(absent, tail[1:] if probe else tail, strict=True)
+    )
     return ProofReport(
         zone=spec.origin,
         server=f"{host}:{port}",
         results=tuple(result for result in results if result is not None),
         seconds=time.perf_counter() - start,
         denial=denial,
+        removed=removed,
     )
 
 
@@ -461,14 +484,19 @@ def _judge(
     return HandleProof.verified(ref, owner, resolution.detail, status, resolution.envelope)
 
 
-def _prove_denial(answer: Answer | ResolveError, spec: ZoneSpec, now: int) -> HandleProof:
+def _prove_denial(
+    answer: Answer | ResolveError, spec: ZoneSpec, now: int, handle: Handle = ABSENT_PROBE
+) -> HandleProof:
     """An unpublished handle must resolve to a validated denial, never to a record."""
-    ref, owner = ABSENT_PROBE.ref, ABSENT_PROBE.owner(spec.origin)
+    ref, owner = handle.ref, handle.owner(spec.origin)
     if isinstance(answer, ResolveError):
         return HandleProof(ref, owner, "network", answer.what, "unknown")
-    resolution = resolve_answer(ABSENT_PROBE, answer, substrate=spec.origin, now=now)
+    unsigned = not spec.dnssec.enabled  # then an insecure denial is all there is
+    resolution = resolve_answer(
+        handle, answer, substrate=spec.origin, now=now, allow_insecure=unsigned
+    )
     status = str(resolution.dnssec)
-    if resolution.category == "not-found" and status == "secure":
+    if resolution.category == "not-found" and (status == "secure" or unsigned):
         return HandleProof(ref, owner, None, "denial of existence validated", status)
     detail = f"expected a secure denial, got {resolution.category or 'a record'}"
     return HandleProof(ref, owner, resolution.category or "mismatch", detail, status)

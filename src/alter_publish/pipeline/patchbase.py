@@ -1,0 +1,170 @@
+"""Where a patch starts: the entries of the definition against the memo's (edited,
+added, removed), every check a patch rests on passed (see :mod:`.patch`)."""
+
+from __future__ import annotations
+
+import dataclasses
+import itertools
+from collections.abc import Sequence
+from dataclasses import dataclass
+
+from alter_publish.definition.loader import read_definition
+from alter_publish.definition.model import (
+    HandleSpec,
+    ZoneSpec,
+    load_handle_entries,
+    load_zone_text,
+)
+from alter_publish.definition.state import SerialState, SignatureWindow, key_states, state_path_for
+from alter_publish.dns.dnssec import choose_window
+from alter_publish.dns.zonekeys import ZoneKey
+from alter_publish.errors import AlterError, DefinitionError
+from alter_publish.pipeline.context import RunContext, ZoneStart
+from alter_publish.pipeline.fingerprint import Fingerprint
+from alter_publish.pipeline.incremental import (
+    PATCH_MAX_SHARE,
+    Alignment,
+    Entries,
+    Memo,
+    align_entries,
+    memo_path,
+    split_entries,
+)
+from alter_publish.pipeline.memory import base_digest, shipped_templates
+
+
+@dataclass(frozen=True, slots=True)
+class PatchBase:
+    """What a patch starts from, every check passed: the memo of the last proven run,
+    the definition cut into entries, how they stand against the memo's (``olds``), the
+    entries to sign (``changed``: edited or added, their handles in ``spec``) and the
+    memo's handles removed, the serial state and (DNSSEC) the zone keys and window."""
+
+    record: Fingerprint
+    memo: Memo
+    entries: Entries
+    olds: tuple[int | None, ...]
+    changed: tuple[int, ...]  # indexes into ``olds``
+    removed: tuple[int, ...]  # indexes into the memo's handles
+    spec: ZoneSpec  # the zone (``spec.path`` its definition) with just the changed handles
+    state: SerialState
+    zone_keys: tuple[ZoneKey, ...]
+    window: SignatureWindow | None
+
+    def edited(self, index: int) -> bool:
+        """Entry ``index`` (now) continues one of the memo's handles."""
+        return self.olds[index] is not None
+
+
+def _changed_entries(
+    ctx: RunContext, start: ZoneStart, record: Fingerprint, memo: Memo
+) -> tuple[Entries, Alignment] | None:
+    """The definition's entries and how they stand against the memo's; None when the
+    definition or anything else the memo rests on is not as it was."""
+    if not record.valid_from <= ctx.now < record.valid_until:
+        return None  # something falls due: a full run renews it
+    try:
+        entries = split_entries(read_definition(start.definition))
+    except DefinitionError:
+        return None  # the full run says what is wrong
+    count = len(memo.refs)
+    if entries is None or not entries.texts or len(start.handle_lines) != count:
+        return None
+    if base_digest(ctx, start.definition, memo.zone, entries) != memo.base:
+        return None
+    alignment = align_entries(memo.entries, memo.keys, entries.texts, start.handle_lines)
+    if alignment is None:
+        return None
+    return entries, alignment
+
+
+def _matched(
+    memo: Memo, alignment: Alignment, specs: Sequence[HandleSpec], dnssec: bool, zone_ttl: int
+) -> tuple[tuple[int | None, ...], tuple[int, ...]] | None:
+    """Each parsed entry (``specs``, for ``alignment.signed``) told apart: an edit of the
+    memo's handle of its ref, or a handle added; and the memo's handles removed. None when
+    that cannot be patched exactly (handles moved, a TTL that may move the zone's largest,
+    a ref or owner twice)."""
+    olds = list(alignment.olds)
+    continued = {old for old in olds if old is not None}
+    unmatched = {memo.refs[old]: old for old in range(len(memo.refs)) if old not in continued}
+    added_refs: set[str] = set()
+    for index, handle_spec in zip(alignment.signed, specs, strict=True):
+        ref = handle_spec.handle.ref
+        same = olds[index]
+        if same is not None:
+            if memo.refs[same] != ref or memo.ttls[same] != handle_spec.ttl:
+                return None  # a TTL that may move the zone's largest
+            continue
+        old = unmatched.pop(ref, None)
+        if old is not None and memo.ttls[old] == handle_spec.ttl:
+            olds[index] = old
+        elif old is not None or ref in added_refs or (dnssec and handle_spec.ttl > zone_ttl):
+            return None
+        else:
+            added_refs.add(ref)
+    kept = [old for old in olds if old is not None]
+    if any(a >= b for a, b in itertools.pairwise(kept)):
+        return None  # handles moved
+    removed = tuple(sorted(unmatched.values()))
+    if added_refs & set(memo.refs) - {memo.refs[old] for old in removed}:
+        return None  # a ref twice: the full run names it
+    if dnssec and any(memo.ttls[old] > zone_ttl for old in removed):
+        return None
+    return tuple(olds), removed
+
+
+def patch_base(ctx: RunContext, start: ZoneStart) -> PatchBase | None:
+    """Where a patch of ``start`` starts, or None when it cannot be done as a full run would.
+
+    Raises:
+        KeyStoreError: the zone keys cannot be read.
+    """
+    record = start.record
+    memo = Memo.read(memo_path(ctx.out, start.definition)) if record else None
+    if record is None or memo is None or memo.zone != record.zone:
+        return None
+    if not shipped_templates(ctx.templates):
+        return None
+    found = _changed_entries(ctx, start, record, memo)
+    if found is None:
+        return None
+    entries, alignment = found
+    try:
+        zone = load_zone_text(entries.header, start.definition)
+        handle_specs: tuple[HandleSpec, ...] = ()
+        if alignment.signed:
+            document = entries.document(alignment.signed)
+            handle_specs = load_handle_entries(document, start.definition, zone)
+    except AlterError:
+        return None
+    if len(handle_specs) != len(alignment.signed):
+        return None
+    matched = _matched(memo, alignment, handle_specs, zone.dnssec.enabled, zone.ttl)
+    if matched is None:
+        return None
+    olds, removed = matched
+    changes = len(alignment.signed) + len(removed)
+    if not changes or changes > max(1, int(len(memo.refs) * PATCH_MAX_SHARE)):
+        return None
+    owners = [h.owner for h in handle_specs]
+    if len(set(owners)) != len(owners):
+        return None
+    spec = dataclasses.replace(zone, handles=handle_specs)
+    if record.summary.get("tls_files") or spec.tlsa_sets():
+        return None  # TLSA records (DANE): a full run renders and signs them
+    state = SerialState.read(state_path_for(start.definition))
+    if spec.origin != memo.zone or spec.dnssec.enabled != bool(memo.blocks):
+        return None
+    if state is None or state.serial != memo.serial:
+        return None
+    zone_keys: tuple[ZoneKey, ...] = ()
+    window = None
+    if spec.dnssec.enabled:
+        zone_keys = ctx.keys.zones.current(spec.origin, create=False, now=ctx.now)
+        window = choose_window(state.signatures, ctx.now, spec.dnssec)
+        if window != state.signatures or key_states(zone_keys) != state.keys:
+            return None
+    return PatchBase(
+        record, memo, entries, olds, alignment.signed, removed, spec, state, zone_keys, window
+    )
