@@ -33,7 +33,6 @@ from pathlib import Path
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 from sign_zone import write_zone
-
 from tests.integration import servers
 from tests.integration.servers import AuthoritativeServer, Knot, Named, make_tsig_key
 
@@ -139,7 +138,9 @@ def main() -> None:
         if options.scenario == "one":
             for label, seconds in (("plan", first), ("push", push)):
                 verdict = "PASS" if seconds < TARGET_SECONDS else "FAIL"
-                print(f"{verdict}: {label} of one change < {TARGET_SECONDS:.0f} s ({seconds:.2f} s)")
+                print(
+                    f"{verdict}: {label} of one change < {TARGET_SECONDS:.0f} s ({seconds:.2f} s)"
+                )
 
 
 if __name__ == "__main__":

@@ -135,9 +135,7 @@ def _strings(rdata: bytes) -> tuple[bytes, ...]:
 class _Reader:
     """Walks the messages of one transfer; keeps the selected TXT records."""
 
-    def __init__(
-        self, origin: bytes, query_id: int, select: Selector, tsig: _Tsig | None
-    ) -> None:
+    def __init__(self, origin: bytes, query_id: int, select: Selector, tsig: _Tsig | None) -> None:
         self.origin = origin
         self.query_id = query_id
         self.select = select

@@ -173,10 +173,13 @@ def desired_records(spec: ZoneSpec, out: Path) -> dict[str, Records]:
         RenderError: the envelopes document is missing, broken, does not match the
             definition, or is older than the log (run sign).
     """
-    export = load_export(spec, out)
     index = LogIndex(read_log(log_path_for(spec.path)))
+    export = load_export(spec, out, logged=index.newest_text)
     found: dict[str, Records] = {}
     for handle_spec, record in zip(spec.handles, export.records, strict=True):
+        if index.newest_text(handle_spec.owner) == record.envelope:
+            found[record.owner] = Records(record.owner, record.ttl, record.texts)
+            continue  # the newest entry at the owner is this envelope: nothing to parse
         logged = index.latest(handle_spec.owner, handle_spec.handle)
         if logged is not None and logged.to_text() != record.envelope:
             raise RenderError(
@@ -599,14 +602,19 @@ def push(
     timeout: float = DEFAULT_TIMEOUT_SECONDS,
     ns: Sequence[tuple[str, int]] = (),
     wait: float = DEFAULT_CONVERGE_SECONDS,
+    prove_all: bool = False,
 ) -> PushReport:
     """Plan, check, apply, confirm the server converged, then prove what it serves; wait
     up to ``wait`` seconds for every name server of the zone (``ns``, else the
     definition's, see :func:`~alter_publish.publish.fleet.name_servers`) to serve the
     primary's serial, and prove what each serves once all do.
 
-    The proofs validate to ``trust_anchors`` (the zone as the server signs it), or
-    accept unsigned answers with ``allow_insecure``; exactly one must be given.
+    The proofs cover the handles at the owner names the push changed (every handle
+    with ``prove_all``, or when there was nothing to change): the plan read after the
+    updates has compared every alter1 record served with what ``sign`` proved, so one
+    change costs one handle's proof, not the zone's. They validate to ``trust_anchors``
+    (the zone as the server signs it), or accept unsigned answers with
+    ``allow_insecure``; exactly one must be given.
     ``timeout`` bounds each answer.
 
     Raises:
@@ -643,6 +651,8 @@ def push(
             where=where,
         )
 
+    changed = None if prove_all or not planned.pending else [c.owner for c in planned.changes]
+
     def prove(at: tuple[str, int]) -> VerifyReport:
         return verify(
             [definition],
@@ -651,6 +661,7 @@ def push(
             trust_anchors=trust_anchors,
             server=at,
             allow_insecure=allow_insecure,
+            owners=changed,
         )
 
     proof = prove(server)
