@@ -19,6 +19,7 @@ a test checks they agree on a real server's transfer.
 
 from __future__ import annotations
 
+import re
 import secrets
 import socket
 import struct
@@ -62,6 +63,8 @@ _SERIAL_FROM_END: Final = 20
 #: Compression pointers followed in one name before it is called a loop.
 _MAX_POINTERS: Final = 128
 
+#: Names whose text is their labels joined by dots (nothing to escape).
+_PLAIN_NAME: Final = re.compile(rb"[a-z0-9_-]+(?:\.[a-z0-9_-]+)*")
 #: Selects owners by their lower-cased uncompressed wire.
 Selector = Callable[[bytes], bool]
 
@@ -113,6 +116,20 @@ def _name_wire(wire: bytes, pos: int) -> bytes:
             continue
         parts.append(wire[pos : pos + length + 1])
         pos += length + 1
+
+
+def _owner_text(wire: bytes) -> str:
+    """The text of a lower-cased name wire: labels of letters, digits, ``-`` and ``_``
+    joined directly, anything else by dnspython (which escapes it)."""
+    labels: list[bytes] = []
+    pos = 0
+    while wire[pos]:
+        labels.append(wire[pos + 1 : pos + 1 + wire[pos]])
+        pos += wire[pos] + 1
+    joined = b".".join(labels)
+    if joined.count(b".") == len(labels) - 1 and _PLAIN_NAME.fullmatch(joined):
+        return joined.decode("ascii") + "."
+    return name_text(wire)
 
 
 def _strings(rdata: bytes) -> tuple[bytes, ...]:
@@ -190,7 +207,7 @@ class _Reader:
             elif rdtype == _TXT and rdclass == _IN:
                 owner = _name_wire(wire, owner_at)
                 if self.select(owner):
-                    text = name_text(owner)
+                    text = _owner_text(owner)
                     self.records.append(TransferredTxt(text, ttl, _strings(wire[pos:end])))
             pos = end
         self._tail(wire, pos, others)

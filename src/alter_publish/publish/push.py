@@ -406,7 +406,13 @@ def make_plan(
 ) -> Plan:
     """Compare what we would publish with what is served; owners in canonical order."""
     changes: list[Change] = []
-    for owner in sorted(set(desired) | set(served), key=lambda o: dns.name.from_text(o)):
+    # Compare first, then sort only what differs (sorting 100,000 names took 20 s).
+    differ = [
+        owner
+        for owner in set(desired) | set(served)
+        if owner not in desired or owner not in served or not desired[owner].same_as(served[owner])
+    ]
+    for owner in sorted(differ, key=lambda o: dns.name.from_text(o)):
         want, have = desired.get(owner), served.get(owner)
         if want is None and have is not None:
             changes.append(Change(owner, "delete", have, None))
