@@ -141,6 +141,13 @@ MaxDeleteOption = Annotated[
         max=1.0,
     ),
 ]
+ProveAllOption = Annotated[
+    bool,
+    typer.Option(
+        "--prove-all",
+        help="Prove every handle on the server, not only those the push changed.",
+    ),
+]
 
 
 def push(
@@ -158,6 +165,7 @@ def push(
     ns: NsOption = None,
     timeout: PublishTimeoutOption = publishing.DEFAULT_TIMEOUT_SECONDS,
     wait: WaitOption = fleet.DEFAULT_CONVERGE_SECONDS,
+    prove_all: ProveAllOption = False,
     as_json: JsonOption = False,
 ) -> None:
     """Apply the plan by RFC 2136 dynamic update with TSIG and prove the primary's answers;
@@ -183,6 +191,7 @@ def push(
         timeout=timeout,
         ns=explicit,
         wait=wait,
+        prove_all=prove_all,
     )
     _print_pushed(outcome, as_json)
     if not outcome.ok:

@@ -72,6 +72,11 @@ class LogIndex:
         texts = self._texts.get(owner, ())
         return reversed(texts) if newest_first else iter(texts)
 
+    def newest_text(self, owner: str) -> str | None:
+        """The text of the last entry logged at ``owner`` (unparsed), or None."""
+        texts = self._texts.get(owner)
+        return texts[-1] if texts else None
+
     def latest(self, owner: str, handle: Handle, epoch: int | None = None) -> Envelope | None:
         """The last logged envelope of ``handle`` (of ``epoch``, if given)."""
         for text in self._records(owner):

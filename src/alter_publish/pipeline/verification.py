@@ -2,8 +2,9 @@
 
 from __future__ import annotations
 
+import dataclasses
 import json
-from collections.abc import Sequence
+from collections.abc import Collection, Sequence
 from pathlib import Path
 
 import dns.zone
@@ -117,6 +118,7 @@ def verify(
     server: tuple[str, int] | None = None,
     allow_insecure: bool = False,
     root_hints: RootHints | None = None,
+    owners: Collection[str] | None = None,
 ) -> VerifyReport:
     """Prove already-rendered output: serve ``<out>/<zone>.zone`` and verify every handle.
 
@@ -132,6 +134,9 @@ def verify(
     ``allow_insecure`` accepts unsigned answers (a server that does not sign).
     An anchor above the zone (the root's) is followed down the chain of trust, from
     ``root_hints`` when the server is neither recursive nor serves the whole path.
+    ``owners`` (with ``server`` only: ``push`` after a small change) limits the proof to
+    the handles at those owner names (lower-case text with the final dot); the chain of
+    trust to them is proven as for every handle.
 
     Raises:
         DefinitionError: a zone definition is wrong.
@@ -166,6 +171,10 @@ def verify(
         else:
             check_answers(server, spec.origin, now=now)
             secure = False if allow_insecure else None
+            if owners is not None:
+                wanted = frozenset(owners)
+                subset = tuple(handle for handle in spec.handles if handle.owner in wanted)
+                spec = dataclasses.replace(spec, handles=subset)
             proofs.append(
                 prove_served(
                     server,
