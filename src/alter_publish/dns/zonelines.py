@@ -29,6 +29,7 @@ import struct
 import time
 from collections.abc import Callable
 from dataclasses import dataclass
+from typing import cast
 
 import dns.name
 import dns.rdatatype
@@ -86,49 +87,14 @@ def read_zone_records(
     Raises:
         Whatever ``parse`` raises for the other lines.
     """
-    suffix = origin.lower().rstrip(".") + "."
+    suffix = "." + origin.lower().rstrip(".") + "."
     plain: RecordMap = {}
     sigs: RecordMap = {}
     head: list[str] = []
     head_lines: list[int] = []
-    depth = 0
-    ttl_known = False
-    last_fast = False
-    fast = _FAST.fullmatch
     try:
-        for number, line in enumerate(text.split("\n"), start=1):
-            match = fast(line) if depth == 0 else None
-            if match is None:
-                if depth == 0:
-                    stripped = line.lstrip(" \t")
-                    if not stripped or stripped[0] == ";":
-                        continue  # nothing for dnspython to read
-                    if line[0] in " \t" and last_fast:
-                        return None  # owner left out: it would be the fast line's
-                    last_fast = False
-                    if stripped[:4].upper() == "$TTL":
-                        ttl_known = True
-                depth = _paren_depth(line, depth)
-                head.append(line)
-                head_lines.append(number)
-                continue
-            if not ttl_known:
-                return None  # the fast lines' TTLs could become the default
-            last_fast = True
-            owner_text, ttl_text, kind, rdata = match.groups()
-            owner_lower = owner_text.lower()
-            if not (owner_lower == suffix or owner_lower.endswith("." + suffix)):
-                return None
-            ttl = int(ttl_text)
-            if ttl > _TTL_MAX:
-                return None
-            owner = tuple(owner_lower.encode("ascii").split(b"."))
-            if kind == "RRSIG":
-                covered, wire = _rrsig(rdata)
-                _put(sigs, (owner, covered), ttl, wire)
-            else:
-                rdtype, wire = _READERS[kind](rdata)
-                _put(plain, (owner, rdtype), ttl, wire)
+        if not _read_lines(text, suffix, (plain, sigs), (head, head_lines)):
+            return None
     except ValueError:  # a line not read exactly as dnspython would
         return None
     zone = parse(
@@ -151,14 +117,73 @@ def read_zone_records(
     return ZoneRecords(zone.origin, plain, sigs)
 
 
-def _put(records: RecordMap, key: tuple[Labels, int], ttl: int, wire: bytes) -> None:
-    found = records.get(key)
-    if found is None:
-        records[key] = (ttl, (wire,))
-        return
-    if found[0] != ttl or wire in found[1]:
-        raise ValueError("merged")  # dnspython merges these its own way
-    records[key] = (ttl, (*found[1], wire))
+def _read_lines(
+    text: str,
+    suffix: str,
+    records: tuple[RecordMap, RecordMap],
+    head: tuple[list[str], list[int]],
+) -> bool:
+    """Read the fast lines of ``text`` into ``records`` (plain, RRSIGs); every other line
+    and its number into ``head``. False when the file is outside the fast subset.
+
+    Raises:
+        ValueError: a fast-looking line this module does not read exactly.
+    """
+    plain, sigs = records
+    lines, numbers = head
+    depth = 0
+    ttl_known = last_fast = False
+    last_owner_text, owner = (
+        "",
+        cast(Labels, ()),
+    )  # the owner of the line before: RRSIGs follow theirs
+    fields: list[str]
+    for number, line in enumerate(text.split("\n"), start=1):
+        if line[:1] == ";":
+            continue  # a comment line: nothing for dnspython to read
+        fields = line.split(" ", 4) if depth == 0 else []
+        reader = _READERS.get(fields[3]) if len(fields) == 5 and fields[2] == "IN" else None
+        if reader is None:
+            if depth == 0:
+                stripped = line.lstrip(" \t")
+                if not stripped or stripped[0] == ";":
+                    continue
+                if line[0] in " \t" and last_fast:
+                    return False  # owner left out: it would be the fast line's
+                last_fast = False
+                ttl_known = ttl_known or stripped[:4].upper() == "$TTL"
+            depth = _paren_depth(line, depth)
+            lines.append(line)
+            numbers.append(number)
+            continue
+        if not ttl_known:
+            return False  # the fast lines' TTLs could become the default
+        last_fast = True
+        owner_text, ttl_text = fields[0], fields[1]
+        if owner_text != last_owner_text:
+            owner_lower = owner_text.lower()
+            if _PLAIN_NAME.fullmatch(owner_text) is None or not (
+                owner_lower == suffix[1:] or owner_lower.endswith(suffix)
+            ):
+                return False
+            owner = tuple(owner_lower.encode("ascii").split(b"."))
+            last_owner_text = owner_text
+        if not (ttl_text.isascii() and ttl_text.isdigit()) or len(ttl_text) > 10:
+            return False
+        ttl = int(ttl_text)
+        if ttl > _TTL_MAX:
+            return False
+        rdtype, wire = reader(fields[4])
+        target = sigs if reader is _rrsig else plain
+        key = (owner, rdtype)
+        found = target.get(key)
+        if found is None:
+            target[key] = (ttl, (wire,))
+        elif found[0] != ttl or wire in found[1]:
+            return False  # dnspython merges these its own way
+        else:
+            target[key] = (ttl, (*found[1], wire))
+    return True
 
 
 def _paren_depth(line: str, depth: int) -> int:
@@ -198,6 +223,12 @@ def _unescape(raw: bytes) -> bytes:
 
 
 def _txt(rdata: str) -> tuple[int, bytes]:
+    if rdata[:1] == '"' and rdata[-1:] == '"' and "\\" not in rdata:
+        strings = rdata[1:-1].split('" "')
+        if len(rdata) > 1 and not any('"' in string for string in strings):
+            parts = [string.encode("utf-8") for string in strings]
+            if all(len(part) <= 255 for part in parts):
+                return _TXT, b"".join(bytes((len(part),)) + part for part in parts)
     if _TXT_RDATA.fullmatch(rdata) is None:
         raise ValueError("not read here")
     parts = []
@@ -268,14 +299,25 @@ def _bitmap(types: tuple[str, ...]) -> bytes:
 
 
 def _rrsig(rdata: str) -> tuple[int, bytes]:
-    fields = _plain(rdata)
-    if len(fields) < 9:
-        raise ValueError("not read here")
-    covered = _rdtype(fields[0])
+    prefix, _, signature = rdata.rpartition(" ")
+    covered, fixed = _rrsig_fixed(prefix)
+    if not signature or _PLAIN_RDATA.fullmatch(signature) is None:
+        raise ValueError(rdata)
     try:
-        signature = base64.b64decode("".join(fields[8:]).encode("ascii"), validate=True)
+        raw = base64.b64decode(signature.encode("ascii"), validate=True)
     except (binascii.Error, ValueError) as exc:
         raise ValueError(rdata) from exc
+    return covered, fixed + raw
+
+
+@functools.lru_cache(maxsize=4096)
+def _rrsig_fixed(prefix: str) -> tuple[int, bytes]:
+    """An RRSIG's type covered and its rdata up to the signature, from the text before
+    the signature (a few distinct ones per zone: cached)."""
+    fields = _plain(prefix)
+    if len(fields) != 8 or " ".join(fields) != prefix:
+        raise ValueError(prefix)  # a signature written in several pieces, or odd spacing
+    covered = _rdtype(fields[0])
     fixed = _RRSIG_FIXED.pack(
         covered,
         _number(fields[1], 255),
@@ -285,7 +327,7 @@ def _rrsig(rdata: str) -> tuple[int, bytes]:
         _sigtime(fields[5]),
         _number(fields[6], 65535),
     )
-    return covered, fixed + _name_wire(fields[7]) + signature
+    return covered, fixed + _name_wire(fields[7])
 
 
 def _nsec(rdata: str) -> tuple[int, bytes]:
@@ -296,28 +338,38 @@ def _nsec(rdata: str) -> tuple[int, bytes]:
 
 
 def _nsec3(rdata: str) -> tuple[int, bytes]:
-    fields = _plain(rdata)
+    fields = rdata.split(" ", 5)
     if len(fields) < 5:
-        raise ValueError("not read here")
-    salt_text = fields[3]
+        raise ValueError(rdata)
     hashed = fields[4]
     if len(hashed) % 8 or _BASE32HEX.fullmatch(hashed) is None:
-        raise ValueError("not read here")
+        raise ValueError(rdata)
     following = int(hashed, 32).to_bytes(len(hashed) * 5 // 8, "big")  # base32hex digits
+    types = _bitmap_text(fields[5] if len(fields) == 6 else "")
+    return _NSEC3, _nsec3_fixed(*fields[:4]) + bytes((len(following),)) + following + types
+
+
+@functools.lru_cache(maxsize=64)
+def _nsec3_fixed(algorithm: str, flags: str, iterations: str, salt_text: str) -> bytes:
     try:
         salt = b"" if salt_text == "-" else bytes.fromhex(salt_text)
     except ValueError as exc:
-        raise ValueError(rdata) from exc
-    if len(salt) > 255 or not 0 < len(following) <= 255 or (len(salt_text) % 2 and salt):
-        raise ValueError("not read here")
+        raise ValueError(salt_text) from exc
+    if len(salt) > 255 or (salt and (len(salt_text) % 2 or not salt_text.isalnum())):
+        raise ValueError(salt_text)
     fixed = _NSEC3_FIXED.pack(
-        _number(fields[0], 255), _number(fields[1], 255), _number(fields[2], 65535), len(salt)
+        _number(algorithm, 255), _number(flags, 255), _number(iterations, 65535), len(salt)
     )
-    wire = fixed + salt + bytes((len(following),)) + following
-    return _NSEC3, wire + _bitmap(tuple(fields[5:]))
+    return fixed + salt
+
+
+@functools.lru_cache(maxsize=1024)
+def _bitmap_text(types: str) -> bytes:
+    return _bitmap(tuple(_plain(types)))
 
 
 _READERS: dict[str, Callable[[str], tuple[int, bytes]]] = {
+    "RRSIG": _rrsig,
     "TXT": _txt,
     "NSEC": _nsec,
     "NSEC3": _nsec3,
