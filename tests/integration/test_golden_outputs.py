@@ -4,6 +4,10 @@ Every key is derived from a fixed seed and the clock is fixed, so a full `sign` 
 bytes on every run and every machine. The digests below were taken from the code before the
 package was split into subpackages; a change to any output byte (zone, envelopes, DS, log,
 state) fails here and must be a deliberate, documented format change.
+
+Changed deliberately (issue 16, spread renewals): envelope ``x=`` and RRSIG windows now
+fall on each name's renewal slot (docs/dnssec.md, 'Spread renewals'), which changes the
+zone, envelopes, log and state of every case; the DS files are unchanged.
 """
 
 from __future__ import annotations
@@ -36,24 +40,24 @@ TIERS = ("user{n}", "svc{n}.bot", "cc-agent-{n}")
 GOLDEN: dict[str, dict[str, str]] = {
     "example.com": {
         "build/*.ds": "2542742d841e4216e6284b17402cf9c185500d8ee2935a5a97a5981cff58709e",
-        "build/*.envelopes": "3183560364214a042e553164a47ee4075551be9ff179abb48eaa0b319d1eb795",
-        "build/*.zone": "fad475c6548e5c393f55354cf218640d1c9e48ebd0d73ccbb02c2221f2d8171e",
-        "zones/*.log": "5ca330157162414a65ed9bb41d30290b21282e40ae0f9c1d6b3fc08fb96da68f",
-        "zones/*.state.json": "c3fdfb6a3366862b16c532184edfd0de1ca48b4bad28f3cdac846cbaced0627a",
+        "build/*.envelopes": "d485e5ee782bac5944f65c629f99ca4728e0bdf1debc84b7302678392b657f8a",
+        "build/*.zone": "e4ab185060fb5deb06a6ba1f76d36e3d70f1adadc935e800555fde73a9d234bd",
+        "zones/*.log": "a4bd56963e34aced832fc64db980533beb32cc5d6299e3d6139997424a4e70bc",
+        "zones/*.state.json": "5ea06e79ea7d4bf87bced3559022dd33f9ba5273d9cbbb00e6f946b9b5faa30a",
     },
     "golden-nsec.example": {
         "build/*.ds": "5fa72fea82238501b8fb10af930cb75cc004cba0478de6490fd3345721812bc4",
-        "build/*.envelopes": "9aa8e95a5508de226d9e952a2c4aa80e867f9b71cd1531be1b1cf4a584188a77",
-        "build/*.zone": "591741881510a823bc53db9f86f4777f8f53179c7fc0e605d7b467402d4deb7a",
-        "zones/*.log": "d2e3a7ef6b3b374bb5927588d1ab4e3c8f4533e2755e69438aa2763f5379324d",
-        "zones/*.state.json": "187eb08a2f7097d142b0c3e53bd3e9088a05792e36399dddb80a3742eaa0f433",
+        "build/*.envelopes": "78b4762165d0cc7599851d3411a026cc2a78a8b57ded52a67093e38b100d0900",
+        "build/*.zone": "9a3830e911ac2f737ee1ab8358b8459e8108e0161e5fbc944cbbf7ce5ee2e6af",
+        "zones/*.log": "a1b956ebe45df1f0aa813f2e7e0bf31e75750f50dd83e9b65bddffc5143a5775",
+        "zones/*.state.json": "2bea01580043c86c45774c80818105e1a5b23a5b7e57e4ff75c47ba51ebe51e7",
     },
     "golden-nsec3.example": {
         "build/*.ds": "b8f2d47b86c0cbfd3bdac998a81fb8acad5d0f97b418708784705d7b02f51d10",
-        "build/*.envelopes": "003794c79e0dfe1758e2d245ecffcb043491a8d9a1923f9ddb198ad835b4c82d",
-        "build/*.zone": "f33a5e03c5a70034bf8e298a8dfd04f0734556ec3a2bfd25e984d14c48d5c174",
-        "zones/*.log": "b2604804367cdbecc4aca75d37fd99620e92a170b1fa2af6a9d43906407f013d",
-        "zones/*.state.json": "ac37c3ca1994d5a6dfbe22c40d917b28501a9be773c6595c6eb0f23142ed7cdb",
+        "build/*.envelopes": "9ef2973658b5abc92d4c1cec6abe7e8c8d2d39690922adb4b39ad732c583bb22",
+        "build/*.zone": "504000b9bdee1917d16c342e0b190468ad54e0acc900d0207ac2e6711ae23d3e",
+        "zones/*.log": "b96348003e7c307f51b6433ce2597f0ed043676dc001d967854c55c58e410478",
+        "zones/*.state.json": "6bcd4679e6533d51b0cccfa7010b6d5ef7bedd93db899a656c3e8455fe46db2b",
     },
 }
 

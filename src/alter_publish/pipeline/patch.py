@@ -168,7 +168,7 @@ def _base(ctx: RunContext, start: ZoneStart) -> _Base | None:
     window = None
     if spec.dnssec.enabled:
         zone_keys = ctx.keys.zones.current(spec.origin, create=False, now=ctx.now)
-        window = choose_window(state.signatures, ctx.now, spec.dnssec)
+        window = choose_window(ctx.now, spec.dnssec)
         if window != state.signatures or key_states(zone_keys) != state.keys:
             return None
     return _Base(record, memo, entries, changed, spec, state, zone_keys, window)
@@ -338,7 +338,12 @@ def _patched_blocks(rendered: _Rendered, base: _Base, where: str) -> list[Edit] 
         names[labels] = record.owner
         todo.append((labels, RRs(_TXT_TYPE, record.ttl, record.wires)))
     signatures = rrsig_lines(
-        todo, keys=base.zone_keys, window=base.window, origin=origin, names=names
+        todo,
+        keys=base.zone_keys,
+        window=base.window,
+        origin=origin,
+        names=names,
+        spread=base.spec.dnssec,
     )
     spans = [memo.apex, *((memo.blocks[2 * i], memo.blocks[2 * i + 1]) for i in base.changed)]
     covered = ["SOA", *("TXT" for _ in base.changed)]
