@@ -71,6 +71,10 @@ def _resign_reason(
         return "tags-changed", ""
     lifetime = None if previous.expires_at is None else previous.expires_at - previous.signed_at
     if not _expiry_fits(previous, spec, zone):
+        if lifetime is not None and spec.lifetime is not None and lifetime <= spec.lifetime:
+            # A spread x= (or t= + lifetime) that renew_before now puts elsewhere.
+            detail = f"x= {format_utc(previous.expires_at or 0)} is not this lifetime's"
+            return "lifetime-changed", f"{detail} ({_lifetime_text(spec.lifetime)})"
         return "lifetime-changed", f"{_lifetime_text(lifetime)} -> {_lifetime_text(spec.lifetime)}"
     if previous.signed_at > now + CLOCK_SKEW_SECONDS:
         return "signed-after-now", f"signed {format_utc(previous.signed_at)}"
