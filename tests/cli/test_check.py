@@ -143,6 +143,10 @@ Change = tuple[str | None, str]
             lambda ws: None,
             NOW + 20 * DAY,
             {
+                # 30d envelopes renew on their own slots (docs/zones.md, 'Spread
+                # renewals'): ~example.com's and ~blake's fall before day 20, ~drew's after.
+                ("~example.com", "renewal-due"),
+                ("~blake", "renewal-due"),
                 ("~deploy.bot", "renewal-due"),
                 ("~cc-opus-4-7", "renewal-due"),
                 (None, "dnssec-resign-due"),

@@ -6,6 +6,10 @@ package was split into subpackages; a change to any output byte (zone, envelopes
 state) fails here and must be a deliberate, documented format change. (Issue 17 changed the
 envelopes deliberately: each line carries its ``tlog_proof``; the checkpoint and its history
 were added, signed by a log key from a fixed seed.)
+
+Changed deliberately (issue 16, spread renewals): envelope ``x=`` and RRSIG windows now
+fall on each name's renewal slot (docs/dnssec.md, 'Spread renewals'), which changes the
+zone, envelopes, log and state of every case; the DS files are unchanged.
 """
 
 from __future__ import annotations
@@ -38,36 +42,36 @@ TIERS = ("user{n}", "svc{n}.bot", "cc-agent-{n}")
 GOLDEN: dict[str, dict[str, str]] = {
     "example.com": {
         "build/*.ds": "2542742d841e4216e6284b17402cf9c185500d8ee2935a5a97a5981cff58709e",
-        "build/*.envelopes": "c53b35fc57851912d6c2ccd34e67fdd153679737dfc14dd7d18a14d20d48e4e4",
+        "build/*.envelopes": "6fcb89cb02b0aed3ee170b10c57a4120358cb7e6128f58056908a443bfabaa5d",
         "build/*/log/checkpoint": (
-            "e4afc5c07d29ca7749fd4d15b71f0f3b185ddb05b40405437836c484d27204d0"
+            "e9d06daa861dc5624550c73b43a9027368948bcb5f3f4ea29d59f6ace64acea2"
         ),
-        "zones/*.checkpoints": "a518bee98a3c359bd83120d2668000e957e869f53b9bfb1a54f6afe2c32c2617",
-        "build/*.zone": "fad475c6548e5c393f55354cf218640d1c9e48ebd0d73ccbb02c2221f2d8171e",
-        "zones/*.log": "5ca330157162414a65ed9bb41d30290b21282e40ae0f9c1d6b3fc08fb96da68f",
-        "zones/*.state.json": "c3fdfb6a3366862b16c532184edfd0de1ca48b4bad28f3cdac846cbaced0627a",
+        "zones/*.checkpoints": "e9b25275fbfb830d1e9c857afad8af0317f1d3920f31f06a90fda47d5778fcc6",
+        "build/*.zone": "e4ab185060fb5deb06a6ba1f76d36e3d70f1adadc935e800555fde73a9d234bd",
+        "zones/*.log": "a4bd56963e34aced832fc64db980533beb32cc5d6299e3d6139997424a4e70bc",
+        "zones/*.state.json": "5ea06e79ea7d4bf87bced3559022dd33f9ba5273d9cbbb00e6f946b9b5faa30a",
     },
     "golden-nsec.example": {
         "build/*.ds": "5fa72fea82238501b8fb10af930cb75cc004cba0478de6490fd3345721812bc4",
-        "build/*.envelopes": "0c6295413c4ae6612ea789f90fa38a66cfee0ca83aaa32b9c51f4f1e247ee4b8",
+        "build/*.envelopes": "1b8792614368aba7a523141765cbd09b64e4b8d215aa190b20e4df0b96827f43",
         "build/*/log/checkpoint": (
-            "ef6758e760595d1c24a1d46b1fcb67d5cf5113ebb3c86f88e29f523497672764"
+            "11b2826abef38d2f2586397cde91385e432f191bd17c2d744c132fb3cce2e758"
         ),
-        "zones/*.checkpoints": "d6c2e13bc0df689b0db13d796de806ce9afd40d602c9bf0695bfbb16d4f8525a",
-        "build/*.zone": "591741881510a823bc53db9f86f4777f8f53179c7fc0e605d7b467402d4deb7a",
-        "zones/*.log": "d2e3a7ef6b3b374bb5927588d1ab4e3c8f4533e2755e69438aa2763f5379324d",
-        "zones/*.state.json": "187eb08a2f7097d142b0c3e53bd3e9088a05792e36399dddb80a3742eaa0f433",
+        "zones/*.checkpoints": "d6c1ed1b52169312dff37166c80205e8e9dab7d0f9203f23afe8b4631111f74d",
+        "build/*.zone": "9a3830e911ac2f737ee1ab8358b8459e8108e0161e5fbc944cbbf7ce5ee2e6af",
+        "zones/*.log": "a1b956ebe45df1f0aa813f2e7e0bf31e75750f50dd83e9b65bddffc5143a5775",
+        "zones/*.state.json": "2bea01580043c86c45774c80818105e1a5b23a5b7e57e4ff75c47ba51ebe51e7",
     },
     "golden-nsec3.example": {
         "build/*.ds": "b8f2d47b86c0cbfd3bdac998a81fb8acad5d0f97b418708784705d7b02f51d10",
-        "build/*.envelopes": "178970b3844234a6e39560cdeccc871993aa3199008bb9a2b7d447429c6f79e9",
+        "build/*.envelopes": "144f26fe0bbc8c7ede44f22a460a2e9b7051be362302eca518eef34f794c3254",
         "build/*/log/checkpoint": (
-            "1e95e2ec437446621b505d0dd4b1a3445956cc4a45a637fd4291c28fed72b04d"
+            "4fbcdf97741ea224395cb3999d7f1f611d5dac605f6e900ad421ba23ba5e651e"
         ),
-        "zones/*.checkpoints": "8fc62dc1675a44161b48233c04972ffc80ccf70eea4af74771b3d155029d2007",
-        "build/*.zone": "f33a5e03c5a70034bf8e298a8dfd04f0734556ec3a2bfd25e984d14c48d5c174",
-        "zones/*.log": "b2604804367cdbecc4aca75d37fd99620e92a170b1fa2af6a9d43906407f013d",
-        "zones/*.state.json": "ac37c3ca1994d5a6dfbe22c40d917b28501a9be773c6595c6eb0f23142ed7cdb",
+        "zones/*.checkpoints": "bc3520043f925ce7ba36f307a49b8cee99d1301805385f6c456b901b1a1d9c96",
+        "build/*.zone": "504000b9bdee1917d16c342e0b190468ad54e0acc900d0207ac2e6711ae23d3e",
+        "zones/*.log": "b96348003e7c307f51b6433ce2597f0ed043676dc001d967854c55c58e410478",
+        "zones/*.state.json": "6bcd4679e6533d51b0cccfa7010b6d5ef7bedd93db899a656c3e8455fe46db2b",
     },
 }
 

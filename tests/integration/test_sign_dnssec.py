@@ -71,7 +71,9 @@ def _edit(ws: Workspace, old: str, new: str) -> None:
 
 
 def _stable(ws: Workspace) -> None:
-    """No envelope of the example zone needs renewing for the next 23 days."""
+    """No envelope of the example zone ever needs renewing (a 30d envelope's renewal
+    may fall on any of its slots: from the second day on)."""
+    _edit(ws, "  lifetime: 30d ", "  lifetime: never ")
     _edit(ws, "    lifetime: 7d\n", "    lifetime: never\n")
     _edit(ws, "    lifetime: 1d\n", "    lifetime: never\n")
 
@@ -135,6 +137,26 @@ def _window(zone: dns.zone.Zone) -> set[tuple[int, int]]:
     return {(rrsig.inception, rrsig.expiration) for rrsig in _rrsigs(zone)}
 
 
+def _spread(zone: dns.zone.Zone, now: int) -> set[tuple[int, int]]:
+    """The RRSIG windows of ``zone`` signed at ``now``, each checked to be one of its
+    renewal slots' (docs/dnssec.md, 'Spread renewals'): the zone's validity, started on
+    a day boundary at most one cycle (validity - refresh) before ``now``; the newest
+    starts on ``now``'s day."""
+    windows = _window(zone)
+    for inception, expiration in windows:
+        start = inception + INCEPTION_BACKDATE_SECONDS
+        assert expiration - start == VALIDITY
+        assert now - (VALIDITY - REFRESH) < start <= now
+        assert start % DAY == 0
+        assert expiration - now > REFRESH
+    assert max(windows) == (
+        now - now % DAY - INCEPTION_BACKDATE_SECONDS,
+        now - now % DAY + VALIDITY,
+    )
+    assert len(windows) > 1  # spread: several slots in use
+    return windows
+
+
 def _run_cli(cwd: Path, *args: str) -> subprocess.CompletedProcess[str]:
     return subprocess.run(
         [sys.executable, "-m", "alter_publish", *args],
@@ -169,7 +191,7 @@ def test_every_rrset_of_the_signed_zone_validates_with_dnspython(
     assert zone_result.dnssec is not None
     assert zone_result.dnssec["signatures"] == len(_rrsigs(zone))
     assert zone_result.dnssec["denial"] == denial
-    assert _window(zone) == {(NOW - INCEPTION_BACKDATE_SECONDS, NOW + VALIDITY)}
+    _spread(zone, NOW)
 
 
 def test_dnskeys_are_the_key_stores_ksk_and_zsk(workspace: Workspace) -> None:
@@ -346,11 +368,11 @@ def test_second_sign_at_the_same_time_writes_nothing(workspace: Workspace) -> No
 @pytest.mark.parametrize(
     "later",
     [
-        pytest.param(DAY, id="plus-1d"),
-        pytest.param(VALIDITY - REFRESH - 1, id="last-second-before-refresh"),
+        pytest.param(3600, id="plus-1h"),
+        pytest.param(DAY - 1, id="last-second-of-the-day"),
     ],
 )
-def test_before_the_refresh_window_the_output_stays_byte_identical(
+def test_before_the_next_renewal_slot_the_output_stays_byte_identical(
     workspace: Workspace, later: int
 ) -> None:
     _stable(workspace)
@@ -376,11 +398,12 @@ def test_inside_the_refresh_window_signatures_are_remade(workspace: Workspace, l
     _stable(workspace)
     first = _zone_result(workspace)
     log_before = workspace.log.read_bytes()
+    old_windows = _window(_parse(workspace))
     now = NOW + later
 
     again = _zone_result(workspace, now)
 
-    window = (now - INCEPTION_BACKDATE_SECONDS, now + VALIDITY)
+    window = (now - INCEPTION_BACKDATE_SECONDS, now + VALIDITY)  # the newest slot's
     assert again.signed == 0  # envelopes are not re-signed, only RRSIGs
     assert workspace.log.read_bytes() == log_before
     assert again.serial == now > first.serial
@@ -389,7 +412,7 @@ def test_inside_the_refresh_window_signatures_are_remade(workspace: Workspace, l
     assert _state(workspace)["signatures"] == {"inception": window[0], "expiration": window[1]}
     assert _state(workspace)["serial"] == now
     zone = _parse(workspace)
-    assert _window(zone) == {window}
+    assert not _spread(zone, now) & old_windows  # a whole cycle later: every slot renewed
     soa = zone.get_rdataset(ORIGIN, dns.rdatatype.SOA)
     assert soa is not None
     assert soa[0].serial == now
@@ -398,18 +421,23 @@ def test_inside_the_refresh_window_signatures_are_remade(workspace: Workspace, l
     assert verify([workspace.zone_file], out=workspace.out, now=now + REFRESH).ok
 
 
-def test_a_renewed_envelope_keeps_the_window_but_raises_the_serial(workspace: Workspace) -> None:
-    # As shipped, ~cc-opus-4-7 lives 1d: a day later it is re-signed inside the same window.
+def test_a_day_later_one_slot_and_the_due_envelope_are_renewed(workspace: Workspace) -> None:
+    # As shipped, ~cc-opus-4-7 lives 1d: a day later it is re-signed, and the owners whose
+    # renewal slot starts that day get new RRSIGs; the others keep theirs.
     first = _zone_result(workspace)
+    before = _window(_parse(workspace))
 
     again = _zone_result(workspace, NOW + DAY)
 
     assert (again.signed, again.reused) == (1, 4)
     assert again.serial == NOW + DAY > first.serial
-    assert again.dnssec == first.dnssec
+    assert again.dnssec is not None
+    assert 0 < again.dnssec["renewed"] < again.dnssec["signatures"]
     assert str(_ds_path(workspace)) not in again.written
     zone = _parse(workspace)
-    assert _window(zone) == {(NOW - INCEPTION_BACKDATE_SECONDS, NOW + VALIDITY)}
+    after = _spread(zone, NOW + DAY)
+    assert after - before == {(NOW + DAY - INCEPTION_BACKDATE_SECONDS, NOW + DAY + VALIDITY)}
+    assert len(after & before) == len(before) - 1  # the oldest slot's owners moved on
     _validate_every_rrset(zone, NOW + DAY)
 
 

@@ -22,6 +22,7 @@ from alter_publish.dns.dnssec import (
     SignatureWindow,
     choose_window,
     ds_records,
+    owner_window,
     sign_records,
 )
 from alter_publish.dns.records import from_zone
@@ -202,23 +203,49 @@ def test_needs_both_roles() -> None:
         )
 
 
-@pytest.mark.parametrize(
-    ("now", "reused"),
-    [
-        pytest.param(NOW, True, id="same-time"),
-        pytest.param(NOW + 8 * 86400, True, id="before-refresh"),
-        pytest.param(NOW + 9 * 86400 + 1, False, id="inside-refresh-window"),
-        pytest.param(NOW - 2 * INCEPTION_BACKDATE_SECONDS, False, id="before-inception"),
-    ],
-)
-def test_window_is_kept_until_refresh(now: int, reused: bool) -> None:
-    spec = DNSSECSpec(signature_validity=14 * 86400, refresh=5 * 86400)
-    chosen = choose_window(WINDOW, now, spec)
-    assert (chosen == WINDOW) is reused
-    if not reused:
-        assert chosen == SignatureWindow.fresh(now, spec.signature_validity)
+SPREAD_SPEC = DNSSECSpec(signature_validity=14 * 86400, refresh=5 * 86400)
+SPREAD_OWNERS = [(f"_alter.user{n}".encode(), b"example", b"com", b"") for n in range(2000)]
 
 
-def test_window_is_renewed_when_validity_changes() -> None:
-    spec = DNSSECSpec(signature_validity=7 * 86400, refresh=2 * 86400)
-    assert choose_window(WINDOW, NOW, spec) == SignatureWindow.fresh(NOW, 7 * 86400)
+@pytest.mark.parametrize("later", [0, 3600, 86399, 86400, 9 * 86400, 40 * 86400 + 7])
+def test_owner_windows_are_never_due_when_made(later: int) -> None:
+    """Whatever the time, an owner's window has more than ``refresh`` left and the
+    zone's validity; its inception is at most one cycle (9 days here) back."""
+    spec = SPREAD_SPEC
+    now = NOW + later
+    zone = choose_window(now, spec)
+    for owner in SPREAD_OWNERS[:200]:
+        window = owner_window(owner, zone, spec)
+        assert window.reusable(now, spec)
+        assert window.expiration - now > spec.refresh
+        assert now - window.inception <= 9 * 86400 + INCEPTION_BACKDATE_SECONDS
+        assert window.inception <= zone.inception
+
+
+def test_a_day_renews_one_slot_of_owners() -> None:
+    """Each day about 1/9 of the owners (validity 14d - refresh 5d = 9 daily slots) get
+    a new window; over 9 days every owner does, once."""
+    spec = SPREAD_SPEC
+    before = {o: owner_window(o, choose_window(NOW, spec), spec) for o in SPREAD_OWNERS}
+    renewed_per_day = []
+    for day in range(1, 10):
+        zone = choose_window(NOW + day * 86400, spec)
+        after = {o: owner_window(o, zone, spec) for o in SPREAD_OWNERS}
+        renewed_per_day.append(sum(after[o] != before[o] for o in SPREAD_OWNERS))
+        before = after
+    assert sum(renewed_per_day) == len(SPREAD_OWNERS)
+    assert all(150 < count < 300 for count in renewed_per_day), renewed_per_day
+
+
+def test_zone_window_holds_for_a_day() -> None:
+    spec = SPREAD_SPEC
+    day = NOW - NOW % 86400
+    assert choose_window(day, spec) == choose_window(day + 86399, spec)
+    assert choose_window(day + 86400, spec) != choose_window(day, spec)
+    assert choose_window(day, spec) == SignatureWindow.fresh(day, spec.signature_validity)
+
+
+def test_short_validity_is_not_spread() -> None:
+    spec = DNSSECSpec(signature_validity=2 * 86400, refresh=86400)
+    zone = choose_window(NOW, spec)
+    assert {owner_window(o, zone, spec) for o in SPREAD_OWNERS[:50]} == {zone}

@@ -21,7 +21,6 @@ from alter_publish.cli.options import (
 )
 from alter_publish.cli.output import emit_json, envelope_mapping, fail, print_envelope, warn
 from alter_publish.dns.anchors import read_trust_anchors
-from alter_publish.dns.answerers import answerer_for
 from alter_publish.dns.server import ZoneServer
 from alter_publish.dns.tcpservice import (
     CONNECTIONS_RANGE,
@@ -32,7 +31,6 @@ from alter_publish.dns.tcpservice import (
     TCP_IO_TIMEOUT_SECONDS,
     TcpLimits,
 )
-from alter_publish.dns.zonefile import origin_of
 from alter_publish.errors import EXIT_VERIFICATION, VerificationError
 from alter_publish.format.handles import AlterURI, parse_reference
 from alter_publish.format.recordtext import record_owner, verify_pasted
@@ -222,12 +220,12 @@ def serve(
         io_timeout_seconds=tcp_io_timeout / MILLISECONDS_PER_SECOND,
         idle_timeout_seconds=tcp_idle_timeout,
     )
-    zones = [pipeline.read_zone_file(path, origin_of(path)) for path in zone_files]
+    served = pipeline.load_served_zones(zone_files)
     with ZoneServer(
-        answerer=answerer_for(zones), address=address, port=port, tcp_limits=limits
+        answerer=served.answerer, address=address, port=port, tcp_limits=limits
     ) as server:
         host, bound = server.address
-        names = ", ".join(str(zone.origin) for zone in zones)
+        names = ", ".join(served.origins)
         typer.echo(f"serving {names} on {host}:{bound} (udp+tcp); Ctrl-C to stop", err=True)
         try:
             server.wait()

@@ -21,6 +21,27 @@ from alter_publish.errors import RenderError
 from alter_publish.fileio import Chunk
 
 INCEPTION_BACKDATE_SECONDS = 3600  # tolerate validators whose clocks run behind
+#: Renewals (RRSIGs and envelopes) are spread over slots of this length: each name falls
+#: due in its own slot, so a daily run renews a share of the zone, never all of it.
+RENEWAL_SLOT_SECONDS = 86_400
+_SLOT_DOMAIN = b"alter-publish renewal slot\0"
+
+
+def renewal_slots(period: int) -> tuple[int, int]:
+    """(slots, seconds per slot) for renewals due every ``period`` seconds: whole days,
+    or one slot of ``period`` when it is under two days (no spreading)."""
+    slots = period // RENEWAL_SLOT_SECONDS
+    if slots < 2:
+        return 1, max(period, 1)
+    return slots, RENEWAL_SLOT_SECONDS
+
+
+def renewal_slot(name: bytes, slots: int) -> int:
+    """The slot of a name (its lower-case wire form, or owner text): the first 8 octets
+    of SHA-256 over a fixed label and the name, modulo ``slots``. The owner name
+    includes the zone, so every zone spreads differently."""
+    digest = hashlib.sha256(_SLOT_DOMAIN + name).digest()
+    return int.from_bytes(digest[:8], "big") % slots
 
 
 @dataclass(frozen=True, slots=True)
@@ -34,6 +55,29 @@ class SignatureWindow:
     def fresh(cls, now: int, validity: int) -> SignatureWindow:
         """A new window: valid from an hour before ``now`` for ``validity`` seconds."""
         return cls(inception=max(now - INCEPTION_BACKDATE_SECONDS, 0), expiration=now + validity)
+
+    @classmethod
+    def newest(cls, now: int, validity: int, refresh: int) -> SignatureWindow:
+        """The zone's window at ``now``: the one starting at the last slot boundary
+        (``renewal_slots(validity - refresh)``), the newest any owner's can be."""
+        _, length = renewal_slots(validity - refresh)
+        return cls.fresh(now - now % length, validity)
+
+    @classmethod
+    def for_owner(cls, name: bytes, now: int, validity: int, refresh: int) -> SignatureWindow:
+        """The window of one owner's RRSIGs at ``now``: its slot's (see docs/dnssec.md,
+        'Spread renewals'). Windows start on the owner's slot every ``slots`` slots, so
+        one is due (within ``refresh`` of expiring) exactly when the next starts."""
+        slots, length = renewal_slots(validity - refresh)
+        cycle = slots * length
+        offset = renewal_slot(name, slots) * length
+        return cls.fresh(now - (now - offset) % cycle, validity)
+
+    def renews_at(self, spec: DNSSECSpec) -> int:
+        """When, after a zone window (:meth:`newest`), the next slot starts: some
+        owner's RRSIGs may fall due from then."""
+        _, length = renewal_slots(spec.signature_validity - spec.refresh)
+        return self.expiration - spec.signature_validity + length
 
     def reusable(self, now: int, spec: DNSSECSpec) -> bool:
         """True when signatures made in this window may stay: started, not yet due for refresh,

@@ -427,6 +427,7 @@ class _Patcher:
             window=self.window,
             origin=self.section.origin,
             names=self.names,
+            spread=self.spec,
         )
         fresh: dict[Labels, list[tuple[RRs, str]]] = {}
         for (name, rrs, marker), signed in zip(self.todo, lines, strict=True):

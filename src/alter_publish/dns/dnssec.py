@@ -1,10 +1,11 @@
 """DNSSEC zone signing (Ed25519, RFC 8080): DNSKEY, NSEC or NSEC3 chain, RRSIGs, DS.
 
 Signing is deterministic: Ed25519 signatures depend only on the key and the
-signed bytes, and every RRSIG of a run shares one :class:`SignatureWindow`
-(inception and expiration). ``sign`` keeps the window of the previous run while
-it is outside the refresh period, so unchanged inputs give byte-identical output
-and RRSIGs are re-made only when they are due.
+signed bytes, and each owner's RRSIGs take the :class:`SignatureWindow`
+(inception and expiration) of the owner's renewal slot at the time of signing
+(:func:`owner_window`: a function of the owner name and the time alone), so
+unchanged inputs give byte-identical output and RRSIGs are re-made only when
+their slot comes round: a daily run renews about one slot's share of the zone.
 
 The signing input is built here rather than through ``dns.dnssec.sign``: per
 RFC 4034 section 6 it is the RRSIG rdata without the signature followed by the
@@ -92,6 +93,8 @@ class SignedZone:
     blocks: Mapping[Labels, tuple[int, int]] = field(default_factory=dict)
     #: Every rrset of the signed zone (the unsigned ones too), with its RRSIGs, in wire form.
     rrsets: tuple[SignedRRs, ...] = ()
+    #: RRSIGs whose window started after ``renewed_since`` (all, when it is None).
+    renewed: int = 0
 
 
 def ds_line(origin: dns.name.Name, key: ZoneKey | ZoneKeyEntry, ttl: int) -> str:
@@ -107,11 +110,18 @@ def ds_records(
     return tuple(ds_line(origin, key, ttl) for key in keys if key.in_ds)
 
 
-def choose_window(previous: SignatureWindow | None, now: int, spec: DNSSECSpec) -> SignatureWindow:
-    """Keep the previous window while it is reusable, else start a fresh one."""
-    if previous is not None and previous.reusable(now, spec):
-        return previous
-    return SignatureWindow.fresh(now, spec.signature_validity)
+def choose_window(now: int, spec: DNSSECSpec) -> SignatureWindow:
+    """The zone's signature window at ``now`` (:meth:`SignatureWindow.newest`): every
+    owner's RRSIGs use their own slot's window (:func:`owner_window`), which is a
+    function of ``now`` alone, so unchanged inputs give the same bytes until a slot
+    starts, and then only that slot's owners get new RRSIGs."""
+    return SignatureWindow.newest(now, spec.signature_validity, spec.refresh)
+
+
+def owner_window(owner: Labels, zone: SignatureWindow, spec: DNSSECSpec) -> SignatureWindow:
+    """The window of ``owner``'s RRSIGs in a signing at zone window ``zone``."""
+    start = zone.expiration - spec.signature_validity
+    return SignatureWindow.for_owner(name_wire(owner), start, spec.signature_validity, spec.refresh)
 
 
 # --- canonical form ---------------------------------------------------------------
@@ -384,6 +394,8 @@ def sign_records(
     dnskey_ttl: int,
     jobs: int = 1,
     progress: Progress | None = None,
+    spread: bool = False,
+    renewed_since: int | None = None,
 ) -> SignedZone:
     """DNSKEY, the denial chain and an RRSIG over every authoritative rrset of a zone.
 
@@ -391,7 +403,11 @@ def sign_records(
     append to the zone's master file and every rrset of the signed zone in wire form,
     with its RRSIGs, for the loopback server. The DNSKEY rrset holds every key whose
     state puts it there; active KSKs sign the DNSKEY rrset, active ZSKs the rest.
-    Signatures are made by ``jobs`` processes (the same bytes as by one).
+    Signatures are made by ``jobs`` processes (the same bytes as by one). With
+    ``spread``, ``window`` is the zone's (:func:`choose_window`) and each owner's RRSIGs
+    take their slot's (:func:`owner_window`); without, every RRSIG takes ``window``.
+    ``renewed_since`` (the previous zone window's inception) counts the RRSIGs made in
+    a window that started after it.
 
     Returns:
         The added records as master-file text, the DS records, the served rrsets, counts.
@@ -408,7 +424,8 @@ def sign_records(
             "past what an RRSIG can express (RFC 4034 3.1.5); check --now",
             where=origin_text,
         )
-    ksks, zsks, signing = _signers(keys, window, origin)
+    signers = _SignerCache(keys, origin, window, spec if spread else None)
+    signing = signers.signing
     owners: _Owners = {}
     for labels, rrsets in records.owners.items():
         for rrs in rrsets:
@@ -431,14 +448,19 @@ def sign_records(
     else:
         _add_nsec_chain(owners, names, shape, negative_ttl)
     todo: list[_Job] = []
-    max_ttl = 0
+    max_ttl = renewed = 0
+    since = -1 if renewed_since is None else renewed_since
     for name in signed_names:
         delegation = name in shape.cuts
+        owner_at, ksks, zsks = signers.of(name)
         for rrs in sorted(owners[name], key=lambda item: item.rdtype):
             if delegation and rrs.rdtype not in (_DS, _NSEC):
                 continue
             max_ttl = max(max_ttl, rrs.ttl)
-            todo.extend(_jobs(name, rrs, ksks if rrs.rdtype in _KSK_SIGNED else zsks, window))
+            made = list(_jobs(name, rrs, ksks if rrs.rdtype in _KSK_SIGNED else zsks, owner_at))
+            todo.extend(made)
+            if owner_at.inception > since:
+                renewed += len(made)
     if progress is not None:
         progress.start("dnssec", len(todo))
     # The workers build each signing input themselves from the jobs they inherit: the
@@ -478,6 +500,7 @@ def sign_records(
         denial=spec.denial,
         max_ttl=max_ttl,
         rrsets=served,
+        renewed=renewed,
     )
 
 
@@ -558,6 +581,37 @@ def _signers(
     return ksks, zsks, signing
 
 
+class _SignerCache:
+    """The signers of each owner's window (a few distinct ones per zone: each made once)."""
+
+    def __init__(
+        self,
+        keys: Sequence[ZoneKey],
+        origin: Labels,
+        window: SignatureWindow,
+        spread: DNSSECSpec | None,
+    ) -> None:
+        self.keys, self.origin, self.window, self.spread = keys, origin, window, spread
+        self._made: dict[SignatureWindow, tuple[list[_Signer], list[_Signer]]] = {}
+        ksks, zsks, self.signing = _signers(keys, window, origin)
+        self._made[window] = (ksks, zsks)
+
+    def of(self, owner: Labels) -> tuple[SignatureWindow, list[_Signer], list[_Signer]]:
+        """(the owner's window, its KSK signers, its ZSK signers).
+
+        Raises:
+            SigningError: no active KSK or ZSK.
+        """
+        window = self.window
+        if self.spread is not None:
+            window = owner_window(owner, self.window, self.spread)
+        made = self._made.get(window)
+        if made is None:
+            ksks, zsks, _ = _signers(self.keys, window, self.origin)
+            made = self._made[window] = (ksks, zsks)
+        return window, *made
+
+
 def _jobs(
     name: Labels, rrs: RRs, signers: Sequence[_Signer], window: SignatureWindow
 ) -> Iterator[_Job]:
@@ -586,19 +640,25 @@ def rrsig_lines(
     window: SignatureWindow,
     origin: Labels,
     names: Mapping[Labels, str],
+    spread: DNSSECSpec | None = None,
 ) -> list[str]:
     """The RRSIG lines of a few authoritative non-DNSKEY rrsets (signed by the active
-    ZSKs), one string per rrset, byte for byte as :func:`sign_records` writes them.
+    ZSKs), one string per rrset, byte for byte as :func:`sign_records` writes them
+    (``spread``: its ``spec`` when it spreads renewals).
 
     Raises:
         SigningError: no active KSK or ZSK.
     """
-    _, zsks, signing = _signers(keys, window, origin)
-    todo = [job for name, rrs in rrsets for job in _jobs(name, rrs, zsks, window)]
+    signers = _SignerCache(keys, origin, window, spread)
+    signing = signers.signing
+    todo: list[_Job] = []
+    for name, rrs in rrsets:
+        owner_at, _, zsks = signers.of(name)
+        todo.extend(_jobs(name, rrs, zsks, owner_at))
     raw = tuple(_raw(key) for key in signing)
     with Workers(1, (raw, todo, names)) as pool:
         done = [
             line for chunk in pool.map_chunks(_sign_task, [(0, len(todo))]) for _, line in chunk
         ]
-    per = len(zsks)
+    per = len(signers.of(origin)[2])
     return ["".join(done[i : i + per]) for i in range(0, len(done), per)]

@@ -316,6 +316,23 @@ class WireZone:
                 sigs[(owner, int(rdataset.covers))] = (rdataset.ttl, rdatas)
             else:
                 plain[(owner, int(rdataset.rdtype))] = (rdataset.ttl, rdatas)
+        return cls.from_records(origin, plain, sigs)
+
+    @classmethod
+    def from_records(
+        cls,
+        origin: dns.name.Name,
+        plain: dict[tuple[tuple[bytes, ...], int], tuple[int, tuple[bytes, ...]]],
+        sigs: dict[tuple[tuple[bytes, ...], int], tuple[int, tuple[bytes, ...]]],
+    ) -> WireZone:
+        """Index a zone given as its rrsets by (owner labels, lower case; type): TTL and
+        rdata wires, the RRSIGs apart by the type they cover (what :meth:`from_zone`
+        reads from a dnspython zone, and ``dns.zonelines`` from a zone file).
+
+        Raises:
+            UnsupportedZoneError: an RRSIG without the rrset it covers, an NSEC3 hash
+                other than SHA-1, or see :meth:`build`.
+        """
         for owner, covers in sigs:
             if (owner, covers) not in plain:
                 raise UnsupportedZoneError(

@@ -532,7 +532,9 @@ def handle_status(
     epochs.extend(EpochStatus(epoch, None, "unfinished", False, None, None) for epoch in unfinished)
     latest = envelopes[-1] if envelopes else None
     expires = latest.expires_at if latest and latest.epoch == current else None
-    action, due = _next_action(spec, current, latest, queued, now)
+    found = spec.find(handle.ref)
+    lifetime = found.lifetime if found is not None else None
+    action, due = _next_action(spec, current, latest, queued, now, lifetime)
     if unfinished:
         remade = "keygen or sign --create-keys" if current == 0 else "the next rotate"
         action += (
@@ -543,7 +545,12 @@ def handle_status(
 
 
 def _next_action(
-    spec: ZoneSpec, current: int, latest: Envelope | None, queued: set[int], now: int
+    spec: ZoneSpec,
+    current: int,
+    latest: Envelope | None,
+    queued: set[int],
+    now: int,
+    lifetime: int | None,
 ) -> tuple[str, int | None]:
     if current == 0:
         return "create a key: keygen, or sign --create-keys", now
@@ -554,7 +561,11 @@ def _next_action(
         return f"sign: publish the revocation of epoch {epochs}", now
     if latest.expires_at is None:
         return "none (the envelope does not expire)", None
-    renew_at = latest.expires_at - spec.renew_window(latest.expires_at - latest.signed_at)
+    # The renewal window of the handle's lifetime, as sign judges it (x= is spread
+    # earlier than t= + lifetime: docs/zones.md, 'Spread renewals').
+    renew_at = latest.expires_at - spec.renew_window(
+        lifetime or latest.expires_at - latest.signed_at
+    )
     if renew_at <= now:
         return f"sign: re-sign (expires {format_utc(latest.expires_at)})", renew_at
     return f"sign by {format_utc(renew_at)} to renew", renew_at

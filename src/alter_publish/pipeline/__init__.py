@@ -29,6 +29,7 @@ from alter_publish.pipeline.reports import (
 )
 from alter_publish.pipeline.rollovers import dnssec_step
 from alter_publish.pipeline.scaffold import ZONE_SCAFFOLD, dnssec_keygen, init_workspace, keygen
+from alter_publish.pipeline.serving import ServedZones, load_served_zones
 from alter_publish.pipeline.signing import sign
 from alter_publish.pipeline.verification import read_expected, read_zone_file, verify
 from alter_publish.pipeline.worldcheck import WorldReport, check_world
@@ -39,6 +40,7 @@ __all__ = [
     "ZONE_SCAFFOLD",
     "Change",
     "RunContext",
+    "ServedZones",
     "SignReport",
     "VerifyReport",
     "WorldReport",
@@ -52,6 +54,7 @@ __all__ = [
     "ds_path",
     "init_workspace",
     "keygen",
+    "load_served_zones",
     "output_paths",
     "plan_zone",
     "read_expected",

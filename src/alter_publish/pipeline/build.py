@@ -126,7 +126,8 @@ def zone_changes(
     found: list[Change] = []
     if window is not None and window != previous.signatures:
         detail = (
-            f"signatures expiring {format_utc(previous.signatures.expiration)} are made again"
+            f"a renewal slot started after {format_utc(previous.signatures.inception)}: "
+            "its owners' signatures are made again"
             if previous.signatures is not None
             else "the zone is signed for the first time"
         )
@@ -349,7 +350,7 @@ def dnssec_fingerprint(
 def dnssec_section(signed: SignedZone) -> str:
     return (
         f"\n; DNSSEC (alter-publish): Ed25519 keys, {signed.denial.upper()} denial, "
-        f"{signed.signatures} signatures valid "
+        f"{signed.signatures} signatures in daily renewal slots, the newest valid "
         f"{format_utc(signed.window.inception)} to {format_utc(signed.window.expiration)}\n"
     )
 
@@ -361,6 +362,7 @@ def dnssec_summary(plan: ZonePlan) -> dict[str, Any] | None:
     return {
         "denial": signed.denial,
         "signatures": signed.signatures,
+        "renewed": signed.renewed,
         "inception": signed.window.inception,
         "expiration": signed.window.expiration,
         "keys": [

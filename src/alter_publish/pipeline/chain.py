@@ -11,6 +11,7 @@ from dataclasses import dataclass, field
 from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PrivateKey
 
 from alter_publish.definition.model import HandleSpec, ZoneSpec
+from alter_publish.definition.state import RENEWAL_SLOT_SECONDS, renewal_slot
 from alter_publish.definition.values import NEVER, format_duration, format_utc
 from alter_publish.errors import (
     KeyStoreError,
@@ -69,16 +70,54 @@ def _resign_reason(
     if _tags_after_rc(previous) != tags:
         return "tags-changed", ""
     lifetime = None if previous.expires_at is None else previous.expires_at - previous.signed_at
-    if lifetime != spec.lifetime:
+    if not _expiry_fits(previous, spec, zone):
+        if lifetime is not None and spec.lifetime is not None and lifetime <= spec.lifetime:
+            # A spread x= (or t= + lifetime) that renew_before now puts elsewhere.
+            detail = f"x= {format_utc(previous.expires_at or 0)} is not this lifetime's"
+            return "lifetime-changed", f"{detail} ({_lifetime_text(spec.lifetime)})"
         return "lifetime-changed", f"{_lifetime_text(lifetime)} -> {_lifetime_text(spec.lifetime)}"
     if previous.signed_at > now + CLOCK_SKEW_SECONDS:
         return "signed-after-now", f"signed {format_utc(previous.signed_at)}"
     if previous.expires_at is not None and now >= previous.expires_at - zone.renew_window(
-        lifetime or 0
+        spec.lifetime or 0
     ):
         said = "expired" if now >= previous.expires_at else "expires"
         return "renewal-due", f"{said} {format_utc(previous.expires_at)}"
     return None
+
+
+def envelope_expiry(owner: str, signed_at: int, lifetime: int, renew: int) -> int:
+    """An envelope's ``x=``: its renewal, ``renew`` before it, falls on the owner's slot.
+
+    Without spreading every envelope of a first sign would fall due on one day, every
+    lifetime. Renewal is due ``period = lifetime - renew`` after signing; the owner's
+    renewal days recur every ``cycle`` (``period`` less a day, in whole days, at least
+    two) from an offset given by its slot (``renewal_slot`` of the owner name), and the
+    envelope expires ``renew`` after the last of those days no later than ``period``
+    after signing. So ``x=`` is at most ``cycle`` (less than ``period``) before
+    ``signed_at + lifetime`` and renewal never comes within a day of signing; renewed on
+    its day, an envelope's next renewal is ``cycle`` later, so at steady state a daily
+    run renews about ``1/cycle`` of the zone's envelopes. A ``period`` under three days
+    is not spread: ``x=`` is ``signed_at + lifetime``.
+    """
+    period = lifetime - renew
+    slots = period // RENEWAL_SLOT_SECONDS - 1
+    if slots < 2:
+        return signed_at + lifetime
+    cycle = slots * RENEWAL_SLOT_SECONDS
+    offset = renewal_slot(owner.lower().rstrip(".").encode(), slots) * RENEWAL_SLOT_SECONDS
+    due = signed_at + period
+    return due - (due - offset) % cycle + renew
+
+
+def _expiry_fits(previous: Envelope, spec: HandleSpec, zone: ZoneSpec) -> bool:
+    """The logged envelope's ``x=`` is what the handle's lifetime gives: spread
+    (:func:`envelope_expiry`), or ``t=`` plus the lifetime (as before spreading)."""
+    if spec.lifetime is None or previous.expires_at is None:
+        return spec.lifetime is None and previous.expires_at is None
+    signed_at, lifetime = previous.signed_at, spec.lifetime
+    spread = envelope_expiry(spec.owner, signed_at, lifetime, zone.renew_window(lifetime))
+    return previous.expires_at in (spread, signed_at + lifetime)
 
 
 def _lifetime_text(seconds: int | None) -> str:
@@ -305,7 +344,16 @@ class EnvelopeChain:
             epoch=key.epoch,
             private_key=key.private(),
             signed_at=self.now,
-            expires_at=None if handle_spec.lifetime is None else self.now + handle_spec.lifetime,
+            expires_at=(
+                None
+                if handle_spec.lifetime is None
+                else envelope_expiry(
+                    handle_spec.owner,
+                    self.now,
+                    handle_spec.lifetime,
+                    spec.renew_window(handle_spec.lifetime),
+                )
+            ),
             log_size=self.tree.size,
             log_root=self.tree.root(),
             commitment=key.commitment,

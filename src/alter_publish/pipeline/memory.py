@@ -88,11 +88,11 @@ def valid_span(
     for item in signed:
         envelope = item.envelope
         if envelope.expires_at is not None:
-            lifetime = envelope.expires_at - envelope.signed_at
+            lifetime = item.spec.lifetime or envelope.expires_at - envelope.signed_at
             stop = min(stop, envelope.expires_at - spec.renew_window(lifetime))
-    if window is not None:
-        start = max(start, window.inception)
-        stop = min(stop, window.expiration - spec.dnssec.refresh)
+    if window is not None:  # the zone's window: until the next renewal slot starts
+        start = max(start, window.expiration - spec.dnssec.signature_validity)
+        stop = min(stop, window.renews_at(spec.dnssec))
     return start, stop
 
 

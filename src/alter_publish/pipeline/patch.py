@@ -239,7 +239,8 @@ def _render(
 
 #: The comment line the DNSSEC records start with (the count of signatures changes).
 _DNSSEC_HEADER = re.compile(
-    rb"\n; DNSSEC \(alter-publish\): [^\n]*?, (\d+) signatures valid [^\n]*\n"
+    rb"\n; DNSSEC \(alter-publish\): [^\n]*?, (\d+) signatures "
+    rb"(?:valid |in daily renewal slots)[^\n]*\n"
 )
 
 

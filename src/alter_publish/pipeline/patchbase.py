@@ -162,7 +162,7 @@ def patch_base(ctx: RunContext, start: ZoneStart) -> PatchBase | None:
     window = None
     if spec.dnssec.enabled:
         zone_keys = ctx.keys.zones.current(spec.origin, create=False, now=ctx.now)
-        window = choose_window(state.signatures, ctx.now, spec.dnssec)
+        window = choose_window(ctx.now, spec.dnssec)
         if window != state.signatures or key_states(zone_keys) != state.keys:
             return None
     return PatchBase(

@@ -73,18 +73,17 @@ def plan_zone(
         )
     with watch.stage("render"):
         previous = SerialState.read(state_path_for(spec.path))
-        window = (
-            choose_window(previous.signatures if previous else None, ctx.now, spec.dnssec)
-            if spec.dnssec.enabled
-            else None
-        )
+        window = choose_window(ctx.now, spec.dnssec) if spec.dnssec.enabled else None
         rendered = render(ctx, spec, chain.signed, previous, window, zone_keys)
     signed_zone: SignedZone | None = None
     served: tuple[SignedRRs, ...]
     dnssec_text: tuple[str, ...] = ()
     if window is not None:
         with watch.stage("dnssec"):
-            signed_zone, dnssec_text = _sign(ctx, spec, rendered.records, zone_keys, window)
+            since = previous.signatures if previous else None
+            signed_zone, dnssec_text = _sign(
+                ctx, spec, rendered.records, zone_keys, (window, since)
+            )
             served = signed_zone.rrsets
     else:
         served = unsigned_rrsets(rendered.records)
@@ -143,10 +142,11 @@ def _sign(
     spec: ZoneSpec,
     records: ZoneRecords,
     zone_keys: tuple[ZoneKey, ...],
-    window: SignatureWindow,
+    windows: tuple[SignatureWindow, SignatureWindow | None],
 ) -> tuple[SignedZone, tuple[str, str]]:
     """The zone's DNSSEC records, and the text they add to the zone file (the plan keeps
-    no second reference to the records' text).
+    no second reference to the records' text); ``windows``: the zone's signature window
+    and the previous run's (to count the RRSIGs renewed).
 
     Raises:
         SigningError: the zone keys cannot sign.
@@ -155,10 +155,12 @@ def _sign(
         records,
         keys=zone_keys,
         spec=spec.dnssec,
-        window=window,
+        window=windows[0],
         dnskey_ttl=spec.ttl,
         jobs=ctx.jobs,
         progress=ctx.progress,
+        spread=True,
+        renewed_since=None if windows[1] is None else windows[1].inception,
     )
     text = (dnssec_section(signed_zone), signed_zone.records_text)
     return dataclasses.replace(signed_zone, records_text=""), text

@@ -100,13 +100,21 @@ def read_zone_file(path: Path, origin: str, where: Path | None = None) -> dns.zo
         RenderError: missing, unreadable or not a valid zone (names the line).
     """
     name = str(where or path)
+    return parse_zone_text(read_zone_text(path, name), origin, where=name)
+
+
+def read_zone_text(path: Path, name: str) -> str:
+    """The text of a zone file (named ``name`` in errors).
+
+    Raises:
+        RenderError: missing or unreadable.
+    """
     try:
-        text = path.read_text(encoding="utf-8")
+        return path.read_text(encoding="utf-8")
     except FileNotFoundError as exc:
         raise RenderError("not found; run 'alter-publish sign' first", where=name) from exc
     except (OSError, UnicodeDecodeError) as exc:
         raise RenderError(f"cannot read: {exc}", where=name) from exc
-    return parse_zone_text(text, origin, where=name)
 
 
 def verify(

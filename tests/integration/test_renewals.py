@@ -1,0 +1,97 @@
+"""Renewals spread out: daily runs after a first sign renew a bounded share of the zone.
+
+A zone is signed at NOW, then signed again every day. Each envelope's ``x=`` and each
+owner's RRSIG window fall on the name's own renewal slot (docs/dnssec.md and
+docs/zones.md, 'Spread renewals'), so no day renews every envelope or every RRSIG; over
+one cycle every name is renewed once. Every day the run is made twice, on the
+workspace (whatever strategy applies) and on a copy with ``incremental=False``, and
+the outputs must be the same bytes.
+"""
+
+from __future__ import annotations
+
+import shutil
+from pathlib import Path
+
+from alter_publish.keys.store import KeyStore
+from alter_publish.pipeline import SignReport, sign
+from tests.conftest import NOW
+
+ZONE = "renew.example"
+HANDLES = 120
+DAY_SECONDS = 86_400
+OUTPUTS = (
+    f"build/{ZONE}.zone",
+    f"build/{ZONE}.envelopes.json",
+    f"build/{ZONE}.ds",
+    f"zones/{ZONE}.log",
+    f"zones/{ZONE}.state.json",
+)
+#: lifetime 10d, renew_before 2d: renewal due 8d after signing, spread over 7 daily
+#: slots; RRSIGs 14d, refreshed 5d before expiry: 9 daily slots.
+ENVELOPE_SLOTS = 7
+RRSIG_SLOTS = 9
+
+
+def _definition() -> str:
+    lines = [
+        f"zone: {ZONE}",
+        "ttl: 1h",
+        f"ns: [ns1.{ZONE}.]",
+        "hosts: {ns1: [192.0.2.1]}",
+        "dnssec: {enabled: true, denial: nsec3}",
+        "envelopes: {lifetime: 10d, renew_before: 2d}",
+        "handles:",
+        *(f"  - ~user{n}" for n in range(1, HANDLES + 1)),
+    ]
+    return "\n".join(lines) + "\n"
+
+
+def _sign(root: Path, now: int, *, incremental: bool = True) -> SignReport:
+    report = sign(
+        [root / "zones" / f"{ZONE}.yaml"],
+        out=root / "build",
+        keys=KeyStore(root / "keys"),
+        now=now,
+        create_keys=True,
+        incremental=incremental,
+    )
+    assert report.ok
+    return report
+
+
+def test_daily_runs_renew_a_bounded_share(tmp_path: Path) -> None:
+    root = tmp_path / "ws"
+    (root / "zones").mkdir(parents=True)
+    (root / "zones" / f"{ZONE}.yaml").write_text(_definition())
+    first = _sign(root, NOW).zones[0]
+    assert first.signed == HANDLES
+    assert first.dnssec is not None
+    signatures = int(first.dnssec["signatures"])
+    envelopes_per_day: list[int] = []
+    rrsigs_per_day: list[int | None] = []
+    for day in range(1, 17):
+        now = NOW + day * DAY_SECONDS + 3 * 3600  # a daily run at 03:00
+        twin = tmp_path / f"twin-{day}"
+        shutil.copytree(root, twin)
+        zone = _sign(root, now).zones[0]
+        full = _sign(twin, now, incremental=False).zones[0]
+        for name in OUTPUTS:
+            assert (root / name).read_bytes() == (twin / name).read_bytes(), (day, name)
+        assert zone.signed == full.signed
+        envelopes_per_day.append(full.signed)
+        assert full.dnssec is not None
+        rrsigs_per_day.append(full.dnssec.get("renewed"))
+        shutil.rmtree(twin)
+    # Envelopes: none due the first day after signing, then each renewed once in the
+    # 7 slots after, a bounded share a day (never all: that was every 8th day before).
+    assert envelopes_per_day[0] == 0
+    assert sum(envelopes_per_day[:8]) == HANDLES
+    assert max(envelopes_per_day) <= 3 * HANDLES // ENVELOPE_SLOTS, envelopes_per_day
+    # RRSIGs: the SOA's and NSEC3PARAM's change whenever the serial does; the rest are
+    # spread over 9 slots.
+    counts = [count for count in rrsigs_per_day if count is not None]
+    assert len(counts) == len(rrsigs_per_day)
+    assert max(counts) <= 3 * signatures // RRSIG_SLOTS, (counts, signatures)
+    assert min(counts) > 0
+    assert sum(counts[:RRSIG_SLOTS]) >= signatures
