@@ -5,7 +5,8 @@ bytes on every run and every machine. The digests below were taken from the code
 package was split into subpackages; a change to any output byte (zone, envelopes, DS, log,
 state) fails here and must be a deliberate, documented format change. (Issue 17 changed the
 envelopes deliberately: each line carries its ``tlog_proof``; the checkpoint and its history
-were added, signed by a log key from a fixed seed.)
+were added, signed by a log key from a fixed seed. Issue 17's second part changed the zone and state
+deliberately: the zone publishes its latest checkpoint at ``_alter-log.<zone>.``, signed.)
 """
 
 from __future__ import annotations
@@ -43,9 +44,9 @@ GOLDEN: dict[str, dict[str, str]] = {
             "e4afc5c07d29ca7749fd4d15b71f0f3b185ddb05b40405437836c484d27204d0"
         ),
         "zones/*.checkpoints": "a518bee98a3c359bd83120d2668000e957e869f53b9bfb1a54f6afe2c32c2617",
-        "build/*.zone": "fad475c6548e5c393f55354cf218640d1c9e48ebd0d73ccbb02c2221f2d8171e",
+        "build/*.zone": "4e748496e8987a34e03af2d364159a10bce006c382d342d5d664aa7702b188f4",
         "zones/*.log": "5ca330157162414a65ed9bb41d30290b21282e40ae0f9c1d6b3fc08fb96da68f",
-        "zones/*.state.json": "c3fdfb6a3366862b16c532184edfd0de1ca48b4bad28f3cdac846cbaced0627a",
+        "zones/*.state.json": "cbd767d74df8b0ba8f793f753480888fd50e44e6f5968d0f95a49626521f5b1e",
     },
     "golden-nsec.example": {
         "build/*.ds": "5fa72fea82238501b8fb10af930cb75cc004cba0478de6490fd3345721812bc4",
@@ -54,9 +55,9 @@ GOLDEN: dict[str, dict[str, str]] = {
             "ef6758e760595d1c24a1d46b1fcb67d5cf5113ebb3c86f88e29f523497672764"
         ),
         "zones/*.checkpoints": "d6c2e13bc0df689b0db13d796de806ce9afd40d602c9bf0695bfbb16d4f8525a",
-        "build/*.zone": "591741881510a823bc53db9f86f4777f8f53179c7fc0e605d7b467402d4deb7a",
+        "build/*.zone": "276f6ad7d530cbb3ff6dbae08f4872c929c36b950f8222e79fcab04fbdf39bcc",
         "zones/*.log": "d2e3a7ef6b3b374bb5927588d1ab4e3c8f4533e2755e69438aa2763f5379324d",
-        "zones/*.state.json": "187eb08a2f7097d142b0c3e53bd3e9088a05792e36399dddb80a3742eaa0f433",
+        "zones/*.state.json": "274cda0ff313ea95bd5972af3d24b4df863b9eb1e3d87b99778a368b48967607",
     },
     "golden-nsec3.example": {
         "build/*.ds": "b8f2d47b86c0cbfd3bdac998a81fb8acad5d0f97b418708784705d7b02f51d10",
@@ -65,9 +66,9 @@ GOLDEN: dict[str, dict[str, str]] = {
             "1e95e2ec437446621b505d0dd4b1a3445956cc4a45a637fd4291c28fed72b04d"
         ),
         "zones/*.checkpoints": "8fc62dc1675a44161b48233c04972ffc80ccf70eea4af74771b3d155029d2007",
-        "build/*.zone": "f33a5e03c5a70034bf8e298a8dfd04f0734556ec3a2bfd25e984d14c48d5c174",
+        "build/*.zone": "44527644085fdf88b945523a6b887517e006b4e94316477dbcf01684df1bcba7",
         "zones/*.log": "b2604804367cdbecc4aca75d37fd99620e92a170b1fa2af6a9d43906407f013d",
-        "zones/*.state.json": "ac37c3ca1994d5a6dfbe22c40d917b28501a9be773c6595c6eb0f23142ed7cdb",
+        "zones/*.state.json": "ac72e340bf8e61bc039f8cee7c92c0e1b04266576c425da0a520046da418e534",
     },
 }
 

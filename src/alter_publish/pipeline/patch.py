@@ -79,6 +79,7 @@ from alter_publish.pipeline.render import (
     envelope_line,
     handle_rrsets,
     handle_segments,
+    log_rrset,
     template_context,
 )
 from alter_publish.pipeline.reports import Stopwatch, ZoneResult, zone_result
@@ -260,13 +261,18 @@ class _Rendered:
     head: str  # the zone text before the first handle, with the new serial
     proof_text: list[str]  # the head and the changed handles' lines
     rrsets: list[HandleRecord]
+    log: HandleRecord | None  # the checkpoint record when it changes
 
 
 def _render(
-    ctx: RunContext, base: _Base, signed: Sequence[SignedHandle], outputs: tuple[Path, Path]
+    ctx: RunContext,
+    base: _Base,
+    signed: Sequence[SignedHandle],
+    outputs: tuple[Path, Path],
+    log: HandleRecord | None,
 ) -> _Rendered | None:
-    """Render the changed handles and the serial their digest gives; None when the old
-    outputs are not where the memo says."""
+    """Render the changed handles, the checkpoint record ``log`` and the serial their
+    digest gives; None when the old outputs are not where the memo says."""
     memo, spec = base.memo, base.spec
     try:
         old_zone = outputs[0].read_bytes()
@@ -290,14 +296,19 @@ def _render(
         (memo.segments[index], memo.segments[index + 1], segment)
         for index, segment in zip(base.changed, segments, strict=True)
     ]
+    log_edits = _log_line_edit(old_zone, memo.segments[0], serial_end, log)
+    if log_edits is None:
+        return None
     draft = hashlib.sha256()
     rendered = memoryview(old_zone)[: memo.rendered_end]
-    for chunk in apply_edits(rendered, [(memo.serial_at, serial_end, b"0"), *segment_edits]):
+    zero: list[Edit] = [(memo.serial_at, serial_end, b"0"), *log_edits, *segment_edits]
+    for chunk in apply_edits(rendered, zero):
         draft.update(chunk)
     draft.update(dnssec_fingerprint(spec, base.zone_keys, base.window).encode())
     serial = base.state.next_for(draft.hexdigest(), ctx.now)
-    zone_edits: list[Edit] = [(memo.serial_at, serial_end, str(serial).encode()), *segment_edits]
-    head = b"".join(apply_edits(old_zone[: memo.segments[0]], zone_edits[:1])).decode()
+    head_edits: list[Edit] = [(memo.serial_at, serial_end, str(serial).encode()), *log_edits]
+    zone_edits = [*head_edits, *segment_edits]
+    head = b"".join(apply_edits(old_zone[: memo.segments[0]], head_edits)).decode()
     proof_text = [head, *(segment.decode() for segment in segments)]
     return _Rendered(
         old_zone,
@@ -309,7 +320,29 @@ def _render(
         head,
         proof_text,
         rrsets,
+        log
+        if log_edits and old_zone[log_edits[0][0] : log_edits[0][1]] != log_edits[0][2]
+        else None,
     )
+
+
+def _log_line_edit(
+    old_zone: bytes, head_end: int, after: int, log: HandleRecord | None
+) -> list[Edit] | None:
+    """The edit of the checkpoint record's line in the zone file's head (none without a
+    record); None when the old head does not have the record the full run would (a new
+    name: the denial chain changes) or has one too many."""
+    head = old_zone[:head_end]
+    if log is None:
+        return None if b"\n_alter-log." in head else []
+    prefix = f"\n{log.owner} {log.ttl} IN TXT ".encode()
+    start = head.find(prefix, after)
+    if start < 0 or head.find(prefix, start + 1) >= 0:
+        return None
+    end = head.find(b"\n", start + 1)
+    if end < 0:
+        return None
+    return [(start + 1, end, log.lines()[0].encode())]
 
 
 def _patched_zone(
@@ -318,6 +351,7 @@ def _patched_zone(
     signed: Sequence[SignedHandle],
     watch: Stopwatch,
     outputs: tuple[Path, Path, Path],
+    log: HandleRecord | None,
 ) -> tuple[_Rendered, list[Edit], dns.zone.Zone] | None:
     """The zone file's edits (sorted, none that changes nothing) and the zone of the
     changed lines to prove, from the last ``outputs`` (one set); None when anything does
@@ -325,7 +359,7 @@ def _patched_zone(
     zone_file, envelopes_file, _ = outputs
     try:
         with watch.stage("render"):
-            rendered = _render(ctx, base, signed, (zone_file, envelopes_file))
+            rendered = _render(ctx, base, signed, (zone_file, envelopes_file), log)
         if rendered is None:
             return None
         zone_edits, proof_text = list(rendered.zone_edits), list(rendered.proof_text)
@@ -366,12 +400,23 @@ def _patched_blocks(rendered: _Rendered, base: _Base, where: str) -> list[Edit] 
         labels = labels_of(record.owner)
         names[labels] = record.owner
         todo.append((labels, RRs(_TXT_TYPE, record.ttl, record.wires)))
-    signatures = rrsig_lines(
-        todo, keys=base.zone_keys, window=base.window, origin=origin, names=names
-    )
     spans = [memo.apex, *((memo.blocks[2 * i], memo.blocks[2 * i + 1]) for i in base.changed)]
     covered = ["SOA", *("TXT" for _ in base.changed)]
     owners = [names[origin], *(record.owner for record in rendered.rrsets)]
+    if rendered.log is not None:
+        log = rendered.log
+        span = _owner_block(old_zone, memo.rendered_end, log.owner)
+        if span is None:
+            return None
+        labels = labels_of(log.owner)
+        names[labels] = log.owner
+        todo.append((labels, RRs(_TXT_TYPE, log.ttl, log.wires)))
+        spans.append(span)
+        covered.append("TXT")
+        owners.append(log.owner)
+    signatures = rrsig_lines(
+        todo, keys=base.zone_keys, window=base.window, origin=origin, names=names
+    )
     edits: list[Edit] = []
     for (start, end), kind, owner, lines in zip(spans, covered, owners, signatures, strict=True):
         prefix = f"{owner} ".encode()
@@ -382,6 +427,21 @@ def _patched_blocks(rendered: _Rendered, base: _Base, where: str) -> list[Edit] 
             return None
         edits.append((start, end, block.encode("ascii")))
     return edits
+
+
+def _owner_block(zone: bytes, start: int, owner: str) -> tuple[int, int] | None:
+    """Where ``owner``'s DNSSEC lines are in ``zone`` after ``start`` (the checkpoint
+    record's: the memo does not keep them; they sort near the apex's)."""
+    prefix = f"\n{owner} ".encode()
+    at = zone.find(prefix, start - 1)
+    if at < 0:
+        return None
+    end = at + 1
+    while zone.startswith(prefix[1:], end):
+        end = zone.find(b"\n", end) + 1
+        if end == 0:
+            return None
+    return at + 1, end
 
 
 def _with_rrsigs(block: str, owner: str, covered: str, lines: str) -> str | None:
@@ -584,7 +644,9 @@ def patched(ctx: RunContext, start: ZoneStart) -> Patched | None:
     chained.chain.signed = with_proofs(chained.chain.signed, publication)
     signed = chained.chain.signed
     outputs = current_outputs(ctx.out, base.spec.origin)  # resolved once: one set
-    made = _patched_zone(ctx, base, signed, watch, outputs)
+    notes = publication.notes
+    log = log_rrset(base.spec, notes[-1] if notes else None)
+    made = _patched_zone(ctx, base, signed, watch, outputs, log)
     if made is None:
         return None
     rendered, zone_edits, mini = made
@@ -593,7 +655,13 @@ def patched(ctx: RunContext, start: ZoneStart) -> Patched | None:
         if base.window is not None:
             anchors = read_trust_anchors(outputs[2])
         proof = prove_zone(
-            mini, base.spec, chained.expectations, now=ctx.now, anchors=anchors, probe=False
+            mini,
+            base.spec,
+            chained.expectations,
+            now=ctx.now,
+            anchors=anchors,
+            probe=False,
+            checkpoint=None if rendered.log is None else rendered.log.texts[0],
         )
     envelope_edits = _envelope_edits(base, signed, rendered)
     handle_keys, lines = _handle_keys(base, signed, start.handle_lines)

@@ -33,6 +33,7 @@ from alter_publish.dns.zonetext import parse_zone_text
 from alter_publish.errors import ResolveError
 from alter_publish.format.envelope import Envelope
 from alter_publish.format.handles import Handle, parse_handle
+from alter_publish.format.logrecord import log_record_owner
 from alter_publish.parallel import Progress, Workers, ranges
 from alter_publish.verify.resolve import Answer, StubResolver, resolve_answer
 
@@ -107,11 +108,15 @@ class ProofReport:
     results: tuple[HandleProof, ...]
     seconds: float
     denial: HandleProof | None = None
+    #: The zone's checkpoint record (``_alter-log``), when one was expected.
+    checkpoint: HandleProof | None = None
 
     @property
     def checks(self) -> tuple[HandleProof, ...]:
-        """Every verdict: the handles, then the denial probe (if any)."""
-        return self.results + ((self.denial,) if self.denial else ())
+        """Every verdict: the handles, then the denial probe and the checkpoint record
+        (if any)."""
+        extra = tuple(check for check in (self.denial, self.checkpoint) if check is not None)
+        return self.results + extra
 
     @property
     def ok(self) -> bool:
@@ -131,6 +136,7 @@ class ProofReport:
             "ok": self.ok,
             "handles": [result.to_mapping() for result in self.results],
             "denial": self.denial.to_mapping() if self.denial else None,
+            "checkpoint": self.checkpoint.to_mapping() if self.checkpoint else None,
             "failed": len(self.failures),
             "seconds": round(self.seconds, 3),
         }
@@ -150,6 +156,7 @@ def prove_zone(
     jobs: int = 1,
     progress: Progress | None = None,
     probe: bool = True,
+    checkpoint: str | None = None,
 ) -> ProofReport:
     """Serve ``zone`` on 127.0.0.1 (OS-chosen port) and prove it (see :func:`prove_served`).
 
@@ -158,7 +165,9 @@ def prove_zone(
     """
     with Workers(jobs, fresh=True, size=len(spec.handles)) as workers:  # start meanwhile
         answerer = answerer_for([zone])
-        return _prove_answerer(answerer, spec, expected, now, anchors, workers, progress, probe)
+        return _prove_answerer(
+            answerer, spec, expected, now, anchors, workers, progress, probe, checkpoint
+        )
 
 
 def prove_records(
@@ -171,6 +180,7 @@ def prove_records(
     anchors: Sequence[TrustAnchor] = (),
     jobs: int = 1,
     progress: Progress | None = None,
+    checkpoint: str | None = None,
 ) -> ProofReport:
     """Serve the zone ``sign`` made (its rrsets in wire form, or ``zone_text`` parsed when
     the wire server does not support it) on 127.0.0.1 and prove it.
@@ -193,7 +203,9 @@ def prove_records(
                 where=f"{spec.origin}.zone",
             ),
         )
-        return _prove_answerer(answerer, spec, expected, now, anchors, workers, progress)
+        return _prove_answerer(
+            answerer, spec, expected, now, anchors, workers, progress, checkpoint=checkpoint
+        )
 
 
 def _prove_answerer(
@@ -205,6 +217,7 @@ def _prove_answerer(
     workers: Workers,
     progress: Progress | None,
     probe: bool = True,
+    checkpoint: str | None = None,
 ) -> ProofReport:
     with ZoneServer([], answerer=answerer) as server:
         return prove_served(
@@ -216,6 +229,7 @@ def _prove_answerer(
             workers=workers,
             progress=progress,
             probe=probe,
+            checkpoint=checkpoint,
         )
 
 
@@ -254,6 +268,7 @@ def prove_served(
     workers: Workers | None = None,
     progress: Progress | None = None,
     probe: bool = True,
+    checkpoint: str | None = None,
 ) -> ProofReport:
     """Resolve and verify every handle of ``spec`` at the name server ``server``.
 
@@ -267,7 +282,8 @@ def prove_served(
     Plain secure answers are checked by :mod:`fastcheck` on ``workers`` (or ``jobs``
     processes forked here); every other answer, and every handle that fails there, is
     resolved again and judged by the full validator, so a verdict never depends on the
-    fast path.
+    fast path. ``checkpoint`` (the record text of the log's latest checkpoint) must be
+    served at ``_alter-log.<zone>.``, validated like the handles.
     """
     start = time.perf_counter()
     secure = spec.dnssec.enabled if secure is None else secure
@@ -314,6 +330,8 @@ def prove_served(
         owners = [handles[index].owner for index in again]
         if probe:
             owners.append(ABSENT_PROBE.owner(spec.origin))
+        if checkpoint is not None:
+            owners.append(log_record_owner(spec.origin))
         try:  # every query in flight at once; see StubResolver.exchange_many
             answers = stub.query_txt_many(owners) if owners else []
         except ResolveError as exc:  # the zone's DNSKEY query failed
@@ -326,6 +344,10 @@ def prove_served(
             progress.advance(1)
     if progress is not None:
         progress.done()
+    log_proof = None
+    if checkpoint is not None:
+        log_proof = _prove_checkpoint(answers[-1], spec, checkpoint, secure=secure)
+        answers = answers[:-1]
     denial = _prove_denial(answers[-1], spec, now) if probe else None
     return ProofReport(
         zone=spec.origin,
@@ -333,6 +355,7 @@ def prove_served(
         results=tuple(result for result in results if result is not None),
         seconds=time.perf_counter() - start,
         denial=denial,
+        checkpoint=log_proof,
     )
 
 
@@ -459,6 +482,23 @@ def _judge(
         detail = f"{len(missing)} revocation record(s) signed for it are not served"
         return HandleProof(ref, owner, "mismatch", detail, status)
     return HandleProof.verified(ref, owner, resolution.detail, status, resolution.envelope)
+
+
+def _prove_checkpoint(
+    answer: Answer | ResolveError, spec: ZoneSpec, want: str, *, secure: bool
+) -> HandleProof:
+    """The log's checkpoint record must be served (validated, in a signed zone) as signed."""
+    ref, owner = "_alter-log", log_record_owner(spec.origin)
+    if isinstance(answer, ResolveError):
+        return HandleProof(ref, owner, "network", answer.what, "unknown")
+    status = str(answer.dnssec)
+    if answer.dnssec is not DNSSECStatus.SECURE and (secure or answer.dnssec is DNSSECStatus.BOGUS):
+        detail = f"answer is not DNSSEC-validated ({answer.reason})"
+        return HandleProof(ref, owner, "bogus" if status == "bogus" else "insecure", detail, status)
+    if list(answer.texts) != [want]:
+        detail = "served checkpoint record differs from the one signed"
+        return HandleProof(ref, owner, "mismatch", detail, status)
+    return HandleProof(ref, owner, None, "checkpoint record served as signed", status)
 
 
 def _prove_denial(answer: Answer | ResolveError, spec: ZoneSpec, now: int) -> HandleProof:
