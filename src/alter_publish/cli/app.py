@@ -106,6 +106,7 @@ keys_app.command("status")(handles.keys_status)
 app.add_typer(log_app)
 log_app.command("verify")(log.log_verify)
 log_app.command("consistency")(log.log_consistency)
+log_app.command("prove")(log.log_prove)
 
 
 def _version_callback(value: bool) -> None:

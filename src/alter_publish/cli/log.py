@@ -1,4 +1,5 @@
-"""``log verify`` and ``log consistency``: audit a zone's published transparency log."""
+"""``log verify``, ``log consistency`` and ``log prove``: audit a zone's published
+transparency log."""
 
 from __future__ import annotations
 
@@ -8,10 +9,21 @@ from typing import Annotated
 
 import typer
 
-from alter_publish.cli.options import JsonOption
+from alter_publish.cli.options import (
+    HandleArgument,
+    JsonOption,
+    KeysOption,
+    OutOption,
+    ZoneNameOption,
+    ZonesDirOption,
+    definition_and_keys,
+)
 from alter_publish.cli.output import emit_json
+from alter_publish.definition.model import load_zone
+from alter_publish.definition.workspace import workspace_for
 from alter_publish.errors import UsageError, VerificationError
 from alter_publish.format.note import Verifier
+from alter_publish.pipeline.logproof import prove_envelope
 from alter_publish.verify.logaudit import audit_log, consistency
 
 KeyOption = Annotated[
@@ -81,3 +93,30 @@ def log_consistency(
         emit_json({"ok": True, "added": added})
         return
     typer.echo(f"{new}: ok: extends {old} by {added} entries")
+
+
+def log_prove(
+    handle: HandleArgument,
+    zone: ZoneNameOption,
+    epoch: Annotated[
+        int | None,
+        typer.Option("--epoch", help="An older epoch: its latest envelope, proven from the tiles."),
+    ] = None,
+    key: Annotated[
+        str | None,
+        typer.Option("--key", help="The log's verifier key (default: from the key store)."),
+    ] = None,
+    keys: KeysOption = None,
+    zones_dir: ZonesDirOption = None,
+    out: OutOption = None,
+    json_output: JsonOption = False,
+) -> None:
+    """Print an envelope's C2SP tlog-proof, verified against its signed checkpoint."""
+    definition, store = definition_and_keys(zone, zones_dir, keys)
+    spec = load_zone(definition)
+    verifier = _verifier(key) if key else store.logs.signer(spec.origin, create=False).verifier
+    found = prove_envelope(spec, workspace_for([definition]).out(out), verifier, handle, epoch)
+    if json_output:
+        emit_json({"ok": True, **found.to_mapping()})
+        return
+    typer.echo(found.proof, nl=False)
