@@ -32,7 +32,7 @@ KeyOption = Annotated[
 ]
 
 
-def _verifier(key: str) -> Verifier:
+def log_verifier(key: str) -> Verifier:
     """The verifier key given inline or in a file."""
     text = key
     if "+" not in key:
@@ -56,7 +56,7 @@ def log_verify(
     json_output: JsonOption = False,
 ) -> None:
     """Recompute every tile and the root from the entries and check the checkpoint."""
-    audit = audit_log(directory, _verifier(key), tuple(older or ()))
+    audit = audit_log(directory, log_verifier(key), tuple(older or ()))
     checkpoint = audit.checkpoint
     if json_output:
         emit_json(
@@ -88,7 +88,7 @@ def log_consistency(
     json_output: JsonOption = False,
 ) -> None:
     """Check that a newer checkpoint extends an older one."""
-    added = consistency(old, new, _verifier(key), tiles)
+    added = consistency(old, new, log_verifier(key), tiles)
     if json_output:
         emit_json({"ok": True, "added": added})
         return
@@ -114,7 +114,7 @@ def log_prove(
     """Print an envelope's C2SP tlog-proof, verified against its signed checkpoint."""
     definition, store = definition_and_keys(zone, zones_dir, keys)
     spec = load_zone(definition)
-    verifier = _verifier(key) if key else store.logs.signer(spec.origin, create=False).verifier
+    verifier = log_verifier(key) if key else store.logs.signer(spec.origin, create=False).verifier
     found = prove_envelope(spec, workspace_for([definition]).out(out), verifier, handle, epoch)
     if json_output:
         emit_json({"ok": True, **found.to_mapping()})
