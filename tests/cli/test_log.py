@@ -4,16 +4,18 @@ another key, a rolled-back checkpoint."""
 
 from __future__ import annotations
 
+import dataclasses
 import json
 from pathlib import Path
 
 import pytest
 
-from alter_publish.errors import EXIT_VERIFICATION
+from alter_publish.errors import EXIT_USAGE, EXIT_VERIFICATION
 from alter_publish.format.note import Note, Signer
 from alter_publish.format.tiles import TreeHashes
-from alter_publish.format.tlog import Checkpoint
-from tests.cli.workspace import Workspace, assert_one_error_line
+from alter_publish.format.tlog import Checkpoint, TlogProof
+from alter_publish.keys.logkey import LogKeyStore
+from tests.cli.workspace import NOW, ZONE, Workspace, assert_one_error_line, simulated
 
 ORIGIN = "example.com/alter-log"
 SIGNER = Signer(ORIGIN, bytes(range(32)))
@@ -105,3 +107,66 @@ def test_a_rolled_back_checkpoint(tmp_path: Path, log: Path) -> None:
     newer.write_text(_note(TreeHashes.of_entries(_entries(400)), 400), encoding="utf-8")
     args = ("log", "verify", str(log), "--key", VKEY, "--older", str(newer))
     assert _category(tmp_path, *args) == "rollback"
+
+
+# --- log prove -------------------------------------------------------------------------
+
+
+def _vkey(workspace: Workspace) -> str:
+    store = LogKeyStore(workspace.root / "keys")
+    return store.signer("example.com", create=False).verifier.to_text()
+
+
+def test_log_prove_prints_the_current_and_an_older_epochs_proof(workspace: Workspace) -> None:
+    result = workspace.run("log", "prove", "~blake", "--zone", "example.com", "--json")
+    assert result.returncode == 0, result.describe()
+    current = json.loads(result.stdout)
+    assert (current["source"], current["epoch"]) == ("envelopes", 1)
+    document = json.loads(workspace.envelopes_file.read_text(encoding="utf-8"))
+    (line,) = [item for item in document["handles"] if item["handle"] == "~blake"]
+    assert current["tlog_proof"] == line["tlog_proof"]
+    text = workspace.run(
+        "log", "prove", "~blake", "--zone", "example.com", "--key", _vkey(workspace)
+    )
+    assert text.returncode == 0, text.describe()
+    assert text.stdout == line["tlog_proof"]
+    # After a rotation and a sign, epoch 1's envelope is proven from the tiles into the
+    # latest checkpoint.
+    assert workspace.run("rotate", "~blake", "--zone", ZONE, *simulated(NOW + 60)).returncode == 0
+    assert workspace.run("sign", *simulated(NOW + 60)).returncode == 0
+    older = workspace.run("log", "prove", "~blake", "--zone", ZONE, "--epoch", "1", "--json")
+    assert older.returncode == 0, older.describe()
+    found = json.loads(older.stdout)
+    assert (found["source"], found["epoch"], found["index"]) == ("tiles", 1, current["index"])
+    checkpoint = (workspace.root / "build" / ZONE / "log" / "checkpoint").read_text()
+    assert found["tlog_proof"].endswith("\n\n" + checkpoint)
+    assert found["checkpoint_size"] > current["checkpoint_size"]
+
+
+@pytest.mark.parametrize(
+    ("args", "exit_code", "category"),
+    [
+        (("~nobody",), EXIT_USAGE, None),
+        (("~blake", "--epoch", "9"), EXIT_VERIFICATION, "not-found"),
+        (("~blake", "--key", VKEY), EXIT_VERIFICATION, "bad-signature"),
+    ],
+    ids=["not-in-zone", "no-such-epoch", "another-key"],
+)
+def test_log_prove_failures(
+    workspace: Workspace, args: tuple[str, ...], exit_code: int, category: str | None
+) -> None:
+    result = workspace.run("log", "prove", *args, "--zone", ZONE)
+    line = assert_one_error_line(result, exit_code)
+    if category is not None:
+        assert category in line
+
+
+def test_log_prove_refuses_a_tampered_proof(workspace: Workspace) -> None:
+    path = workspace.envelopes_file.resolve()
+    document = json.loads(path.read_text(encoding="utf-8"))
+    (line,) = [item for item in document["handles"] if item["handle"] == "~blake"]
+    proof = TlogProof.parse(line["tlog_proof"])
+    line["tlog_proof"] = dataclasses.replace(proof, index=proof.index + 1).to_text()
+    path.write_text(json.dumps(document), encoding="utf-8")
+    result = workspace.run("log", "prove", "~blake", "--zone", ZONE)
+    assert "not-included" in assert_one_error_line(result, EXIT_VERIFICATION)

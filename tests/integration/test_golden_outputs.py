@@ -5,7 +5,9 @@ bytes on every run and every machine. The digests below were taken from the code
 package was split into subpackages; a change to any output byte (zone, envelopes, DS, log,
 state) fails here and must be a deliberate, documented format change. (Issue 17 changed the
 envelopes deliberately: each line carries its ``tlog_proof``; the checkpoint and its history
-were added, signed by a log key from a fixed seed.)
+were added, signed by a log key from a fixed seed. Issue 17's second part changed the zone
+and state deliberately: the zone publishes its latest checkpoint at ``_alter-log.<zone>.``,
+signed.)
 
 Changed deliberately (issue 16, spread renewals): envelope ``x=`` and RRSIG windows now
 fall on each name's renewal slot (docs/dnssec.md, 'Spread renewals'), which changes the
@@ -47,9 +49,9 @@ GOLDEN: dict[str, dict[str, str]] = {
             "e9d06daa861dc5624550c73b43a9027368948bcb5f3f4ea29d59f6ace64acea2"
         ),
         "zones/*.checkpoints": "e9b25275fbfb830d1e9c857afad8af0317f1d3920f31f06a90fda47d5778fcc6",
-        "build/*.zone": "e4ab185060fb5deb06a6ba1f76d36e3d70f1adadc935e800555fde73a9d234bd",
+        "build/*.zone": "b32c9b6ec9c5a22810a64a5e017004b95ccc1b4e339c25a7701df1d1faae54e7",
         "zones/*.log": "a4bd56963e34aced832fc64db980533beb32cc5d6299e3d6139997424a4e70bc",
-        "zones/*.state.json": "5ea06e79ea7d4bf87bced3559022dd33f9ba5273d9cbbb00e6f946b9b5faa30a",
+        "zones/*.state.json": "fec3447ce74419c1c0d337a834b2a214f667792fb53091babd1ff957177e3e5c",
     },
     "golden-nsec.example": {
         "build/*.ds": "5fa72fea82238501b8fb10af930cb75cc004cba0478de6490fd3345721812bc4",
@@ -58,9 +60,9 @@ GOLDEN: dict[str, dict[str, str]] = {
             "11b2826abef38d2f2586397cde91385e432f191bd17c2d744c132fb3cce2e758"
         ),
         "zones/*.checkpoints": "d6c1ed1b52169312dff37166c80205e8e9dab7d0f9203f23afe8b4631111f74d",
-        "build/*.zone": "9a3830e911ac2f737ee1ab8358b8459e8108e0161e5fbc944cbbf7ce5ee2e6af",
+        "build/*.zone": "cbc534320d87bcb7b1a225b71e55a75286f519c61fc8b24ef2b72b178daf9d7d",
         "zones/*.log": "a1b956ebe45df1f0aa813f2e7e0bf31e75750f50dd83e9b65bddffc5143a5775",
-        "zones/*.state.json": "2bea01580043c86c45774c80818105e1a5b23a5b7e57e4ff75c47ba51ebe51e7",
+        "zones/*.state.json": "547f09321b801e65a0391d7cdbf7f36753979e9195fdf5ec243b66397f77838b",
     },
     "golden-nsec3.example": {
         "build/*.ds": "b8f2d47b86c0cbfd3bdac998a81fb8acad5d0f97b418708784705d7b02f51d10",
@@ -69,9 +71,9 @@ GOLDEN: dict[str, dict[str, str]] = {
             "4fbcdf97741ea224395cb3999d7f1f611d5dac605f6e900ad421ba23ba5e651e"
         ),
         "zones/*.checkpoints": "bc3520043f925ce7ba36f307a49b8cee99d1301805385f6c456b901b1a1d9c96",
-        "build/*.zone": "504000b9bdee1917d16c342e0b190468ad54e0acc900d0207ac2e6711ae23d3e",
+        "build/*.zone": "266d5416b1d66a0cd3573d5e38d007f5bedca79d03263483af98fb83d70b2d58",
         "zones/*.log": "b96348003e7c307f51b6433ce2597f0ed043676dc001d967854c55c58e410478",
-        "zones/*.state.json": "6bcd4679e6533d51b0cccfa7010b6d5ef7bedd93db899a656c3e8455fe46db2b",
+        "zones/*.state.json": "3812375c3d00bc15ac9abd90cf49c96f60285da16838772c031cbcba4101a121",
     },
 }
 

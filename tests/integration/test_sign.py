@@ -49,6 +49,10 @@ def test_sign_writes_a_zone_whose_every_record_verifies(workspace: Workspace) ->
         "~cc-opus-4-7",
     ]
     records = _txt_records(workspace.rendered)
+    # Beside the handles: the log's latest checkpoint, proven too (docs/format.md 12).
+    assert records.pop("_alter-log.example.com.").startswith("v=alter-log1; n=")
+    assert zone.proof.checkpoint is not None
+    assert zone.proof.checkpoint.ok
     assert set(records) == {r.owner for r in zone.proof.results}
     for owner, text in records.items():
         envelope = verify_record(text, owner=owner, substrate="example.com", now=NOW)

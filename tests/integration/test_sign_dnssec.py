@@ -283,7 +283,10 @@ def test_proof_is_secure_and_reports_the_denial_probe(workspace: Workspace) -> N
     assert proof.denial is not None
     assert (proof.denial.ok, proof.denial.category, proof.denial.dnssec) == (True, None, "secure")
     assert proof.denial.owner == "_alter.absent--alter-publish-probe.example.com."
-    assert proof.checks == (*proof.results, proof.denial)
+    assert proof.checkpoint is not None  # the log's checkpoint record, validated
+    assert (proof.checkpoint.ok, proof.checkpoint.dnssec) == (True, "secure")
+    assert proof.checkpoint.owner == "_alter-log.example.com."
+    assert proof.checks == (*proof.results, proof.denial, proof.checkpoint)
 
 
 def test_verify_with_the_default_ds_passes(workspace: Workspace) -> None:

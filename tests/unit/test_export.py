@@ -8,6 +8,7 @@ texts of ``build/example.com.envelopes.json``.
 
 from __future__ import annotations
 
+import copy
 import dataclasses
 import json
 import re
@@ -30,6 +31,8 @@ from alter_publish import pipeline
 from alter_publish.definition.model import ZoneSpec, load_zone
 from alter_publish.errors import EXIT_OUTPUT, RenderError
 from alter_publish.format.envelope import split_txt
+from alter_publish.format.identitylog import leaf_hash
+from alter_publish.format.tlog import Checkpoint, TlogProof, verify_inclusion
 from alter_publish.keys.lifecycle import RotationMode, rotate
 from alter_publish.pipeline import output_paths
 from alter_publish.publish.export import (
@@ -305,9 +308,27 @@ def test_well_known_document(signed: Signed) -> None:
     )
     assert [r["handle"] for r in doc["records"]] == [h.handle.ref for h in signed.spec.handles]
     for record, handle in zip(doc["records"], signed.spec.handles, strict=True):
-        assert sorted(record) == ["handle", "owner", "texts", "ttl"]
+        assert sorted(record) == ["handle", "owner", "texts", "tlog_proof", "ttl"]
         assert (record["owner"], record["ttl"]) == (handle.owner, handle.ttl)
         assert record["texts"] == signed.texts()[handle.owner]  # envelope first, in order
+    # Each record carries its envelope's tlog-proof, which leads to its signed checkpoint.
+    proofs = {item["handle"]: item["tlog_proof"] for item in signed.document["handles"]}
+    for record in doc["records"]:
+        assert record["tlog_proof"] == proofs[record["handle"]]
+        proof = TlogProof.parse(record["tlog_proof"])
+        checkpoint = Checkpoint.parse(proof.note().text)
+        entry = f"{record['owner']}\x00{record['texts'][0]}".encode()
+        verify_inclusion(
+            leaf_hash(entry), proof.index, checkpoint.size, proof.hashes, checkpoint.root
+        )
+
+
+def test_a_tlog_proof_that_is_not_one_is_refused(signed: Signed, out_copy: Path) -> None:
+    document = copy.deepcopy(signed.document)
+    document["handles"][0]["tlog_proof"] = "not a proof"
+    _write_document(out_copy, document)
+    with pytest.raises(RenderError, match="tlog_proof is not"):
+        load_export(signed.spec, out_copy)
 
 
 # --- writing -------------------------------------------------------------------------

@@ -110,6 +110,7 @@ log_app.command("consistency")(log.log_consistency)
 log_app.command("witness")(witness.log_witness)
 log_app.command("witness-keygen")(witness.log_witness_keygen)
 log_app.command("cosign")(witness.log_cosign)
+log_app.command("prove")(log.log_prove)
 
 
 def _version_callback(value: bool) -> None:

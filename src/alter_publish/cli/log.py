@@ -1,4 +1,5 @@
-"""``log verify`` and ``log consistency``: audit a zone's published transparency log."""
+"""``log verify``, ``log consistency`` and ``log prove``: audit a zone's published
+transparency log."""
 
 from __future__ import annotations
 
@@ -8,10 +9,21 @@ from typing import Annotated
 
 import typer
 
-from alter_publish.cli.options import JsonOption
+from alter_publish.cli.options import (
+    HandleArgument,
+    JsonOption,
+    KeysOption,
+    OutOption,
+    ZoneNameOption,
+    ZonesDirOption,
+    definition_and_keys,
+)
 from alter_publish.cli.output import emit_json
+from alter_publish.definition.model import load_zone
+from alter_publish.definition.workspace import workspace_for
 from alter_publish.errors import UsageError, VerificationError
 from alter_publish.format.note import Verifier
+from alter_publish.pipeline.logproof import prove_envelope
 from alter_publish.verify.logaudit import audit_log, consistency, load_policy
 
 KeyOption = Annotated[
@@ -20,7 +32,7 @@ KeyOption = Annotated[
 ]
 
 
-def _verifier(key: str) -> Verifier:
+def log_verifier(key: str) -> Verifier:
     """The verifier key given inline or in a file."""
     text = key
     if "+" not in key:
@@ -60,7 +72,7 @@ def log_verify(
     """Recompute every tile and the root from the entries and check the checkpoint."""
     audit = audit_log(
         directory,
-        None if key is None else _verifier(key),
+        None if key is None else log_verifier(key),
         tuple(older or ()),
         None if policy is None else load_policy(policy),
     )
@@ -97,8 +109,35 @@ def log_consistency(
     json_output: JsonOption = False,
 ) -> None:
     """Check that a newer checkpoint extends an older one."""
-    added = consistency(old, new, _verifier(key), tiles)
+    added = consistency(old, new, log_verifier(key), tiles)
     if json_output:
         emit_json({"ok": True, "added": added})
         return
     typer.echo(f"{new}: ok: extends {old} by {added} entries")
+
+
+def log_prove(
+    handle: HandleArgument,
+    zone: ZoneNameOption,
+    epoch: Annotated[
+        int | None,
+        typer.Option("--epoch", help="An older epoch: its latest envelope, proven from the tiles."),
+    ] = None,
+    key: Annotated[
+        str | None,
+        typer.Option("--key", help="The log's verifier key (default: from the key store)."),
+    ] = None,
+    keys: KeysOption = None,
+    zones_dir: ZonesDirOption = None,
+    out: OutOption = None,
+    json_output: JsonOption = False,
+) -> None:
+    """Print an envelope's C2SP tlog-proof, verified against its signed checkpoint."""
+    definition, store = definition_and_keys(zone, zones_dir, keys)
+    spec = load_zone(definition)
+    verifier = log_verifier(key) if key else store.logs.signer(spec.origin, create=False).verifier
+    found = prove_envelope(spec, workspace_for([definition]).out(out), verifier, handle, epoch)
+    if json_output:
+        emit_json({"ok": True, **found.to_mapping()})
+        return
+    typer.echo(found.proof, nl=False)

@@ -8,6 +8,7 @@ from typing import Annotated, Any
 import typer
 
 from alter_publish import pipeline
+from alter_publish.cli.log import log_verifier
 from alter_publish.cli.options import (
     JsonOption,
     NowOption,
@@ -31,9 +32,10 @@ from alter_publish.dns.tcpservice import (
     TCP_IO_TIMEOUT_SECONDS,
     TcpLimits,
 )
-from alter_publish.errors import EXIT_VERIFICATION, VerificationError
+from alter_publish.errors import EXIT_VERIFICATION, UsageError, VerificationError
 from alter_publish.format.handles import AlterURI, parse_reference
 from alter_publish.format.recordtext import record_owner, verify_pasted
+from alter_publish.verify.logcheck import LOG_FROM_DNS, LogSource
 from alter_publish.verify.pinning import PinnedResult, resolve_pinned
 from alter_publish.verify.resolve import DEFAULT_TIMEOUT_SECONDS
 
@@ -65,6 +67,37 @@ PinStoreOption = Annotated[
     ),
 ]
 
+LogOption = Annotated[
+    str | None,
+    typer.Option(
+        "--log",
+        help="Check the envelope against its zone's signed transparency log: a tile "
+        "directory (build/<zone>/log), or 'dns' for the checkpoint at _alter-log.<zone>. "
+        "(needs --log-tiles). With --pin-store, each checkpoint must extend the last one.",
+    ),
+]
+LogKeyOption = Annotated[
+    str | None,
+    typer.Option("--log-key", help="The log's verifier key (name+hex+base64), or a file of it."),
+]
+LogTilesOption = Annotated[
+    Path | None,
+    typer.Option("--log-tiles", help="The tile directory the proofs are made from (--log dns)."),
+]
+
+
+def _log_source(log: str | None, key: str | None, tiles: Path | None) -> LogSource | None:
+    """What ``--log``, ``--log-key`` and ``--log-tiles`` ask for."""
+    if log is None:
+        if key is not None or tiles is not None:
+            raise UsageError("--log-key and --log-tiles go with --log")
+        return None
+    if key is None:
+        raise UsageError("--log needs --log-key (the log's verifier key)")
+    if log == LOG_FROM_DNS and tiles is None:
+        raise UsageError("--log dns needs --log-tiles (the proofs are made from the tiles)")
+    return LogSource(log, tiles if tiles is not None else Path(log), log_verifier(key))
+
 
 def resolve(
     reference: ReferenceArgument,
@@ -77,6 +110,9 @@ def resolve(
     pin_store: PinStoreOption = None,
     root_hints: RootHintsOption = None,
     allow_simulated_time: SimulatedTimeOption = False,
+    log: LogOption = None,
+    log_key: LogKeyOption = None,
+    log_tiles: LogTilesOption = None,
     as_json: JsonOption = False,
 ) -> None:
     """Resolve and verify a handle against any name server (spec section 7).
@@ -87,6 +123,7 @@ def resolve(
     mark AD is warned about.
     """
     target = parse_reference(reference)
+    source = _log_source(log, log_key, log_tiles)
     moment = write_now(now, allow_simulated_time) if pin_store else clock_now(now)
     if allow_insecure:
         warn("--allow-insecure: accepting answers without DNSSEC validation")
@@ -100,6 +137,7 @@ def resolve(
         allow_insecure=allow_insecure,
         timeout=timeout,
         root_hints=root_hints_from(root_hints),
+        log=source,
     )
     if outcome.resolution.warning:
         warn(f"WARNING: {outcome.resolution.owner}: {outcome.resolution.warning}")
@@ -128,6 +166,15 @@ def _print_resolved(
         fields["warning"] = result.warning
     if pinning:
         fields["pin"] = outcome.pin
+    if outcome.log is not None:
+        found = outcome.log
+        fields["log"] = {
+            "origin": found.origin,
+            "checkpoint_size": found.size,
+            "index": found.index,
+            "source": found.source,
+            "pin": found.pin,
+        }
     if as_json:
         emit_json(fields)
     elif result.ok:
@@ -135,6 +182,10 @@ def _print_resolved(
         typer.echo(f"{'dnssec:':12} {result.dnssec}")
         if outcome.pin is not None and result.envelope is not None:
             typer.echo(f"{'pin:':12} {outcome.pin}")
+        if outcome.log is not None:
+            found = outcome.log
+            pin = f", checkpoint {found.pin}" if found.pin else ""
+            typer.echo(f"{'log:':12} entry {found.index} in {found.origin} size {found.size}{pin}")
     if not result.ok:
         fail(
             EXIT_VERIFICATION,

@@ -9,7 +9,7 @@ from typing import Annotated
 
 import typer
 
-from alter_publish.cli.log import _verifier
+from alter_publish.cli.log import log_verifier
 from alter_publish.cli.options import JsonOption, NowOption
 from alter_publish.cli.output import emit_json
 from alter_publish.errors import VerificationError
@@ -40,7 +40,7 @@ def log_witness(
 ) -> None:
     """Run a witness: cosign each checkpoint that extends the last one it cosigned."""
     signer = load_witness_key(key)
-    verifiers = [_verifier(text) for text in logs]
+    verifiers = [log_verifier(text) for text in logs]
     witness = Witness(
         signer,
         verifiers,

@@ -31,6 +31,7 @@ from alter_publish.dns.records import (
     SignedRRs,
     ZoneRecords,
     from_zone,
+    labels_of,
     split_rendered,
     with_handles,
 )
@@ -50,6 +51,7 @@ from alter_publish.pipeline.render import (
     SignedHandle,
     content_digest,
     handle_rrsets,
+    log_rrset,
     missing_tlsa,
     render_zone_text,
     template_context,
@@ -86,6 +88,8 @@ class ZonePlan:
     changes: tuple[Change, ...] = ()
     #: The log's checkpoint and tiles to write (None: not published).
     publication: Publication | None = None
+    #: The checkpoint record's text as the zone publishes it (None: it does not).
+    log_record: str | None = None
 
     @property
     def anchors(self) -> tuple[TrustAnchor, ...]:
@@ -160,6 +164,8 @@ def published_handles(envelopes_file: Path) -> frozenset[str] | None:
 _PUBLISHED_HANDLE = re.compile(rb'"handle": "([^"\\]+)"')
 
 
+_TXT_TYPE = 16
+
 #: Rendered in place of the serial, then replaced: one render gives both the digest text
 #: (serial 0) and the zone text. Far above any serial, so it cannot occur by accident.
 _SERIAL_SENTINEL = 987_654_321_987_654_321
@@ -174,6 +180,8 @@ class Rendered:
     digest: str
     records: ZoneRecords
     layout: Layout | None
+    #: The checkpoint record's text when the templates rendered it (the proof expects it).
+    log_record: str | None = None
 
 
 def render(
@@ -183,16 +191,19 @@ def render(
     previous_state: SerialState | None,
     window: SignatureWindow | None,
     zone_keys: Sequence[ZoneKey],
+    log_note: str | None = None,
 ) -> Rendered:
     """Render the zone once through ``ctx.templates``: the serial is rendered as a
     sentinel, then replaced by 0 for the digest and by the serial that digest gives.
+    ``log_note`` is the log's latest signed checkpoint, published at ``_alter-log``.
 
     Raises:
         RenderError: a template or the rendered zone is broken.
     """
     templates, version = ctx.templates, __version__
     rrsets = handle_rrsets(signed)
-    context = template_context(spec, signed, _SERIAL_SENTINEL, version, rrsets)
+    log = log_rrset(spec, log_note)
+    context = template_context(spec, signed, _SERIAL_SENTINEL, version, rrsets, log)
     text = render_zone_text(templates, context)
     del context  # 100,000 dicts: gone before the zone is signed
     sentinel = str(_SERIAL_SENTINEL)
@@ -200,7 +211,7 @@ def render(
     draft = (
         text.replace(sentinel, "0")
         if plain
-        else render_zone_text(templates, template_context(spec, signed, 0, version, rrsets))
+        else render_zone_text(templates, template_context(spec, signed, 0, version, rrsets, log))
     )
     digest = content_digest(draft + dnssec_fingerprint(spec, zone_keys, window))
     serial = (
@@ -211,7 +222,9 @@ def render(
     zone_text = (
         text.replace(sentinel, str(serial))
         if plain
-        else render_zone_text(templates, template_context(spec, signed, serial, version, rrsets))
+        else render_zone_text(
+            templates, template_context(spec, signed, serial, version, rrsets, log)
+        )
     )
     if (line := missing_tlsa(spec, zone_text)) is not None:
         raise RenderError(
@@ -222,7 +235,14 @@ def render(
     serial_index = text.find(sentinel) if plain else -1
     del text, draft  # two more copies of the zone otherwise live through signing
     layout_ = find_layout(zone_text, serial_index, rrsets)
-    return Rendered(zone_text, serial, digest, rendered_records(spec, rrsets, zone_text), layout_)
+    records = rendered_records(spec, rrsets, zone_text)
+    published = log is not None and any(
+        rrs.rdtype == _TXT_TYPE and list(rrs.wires) == list(log.wires)
+        for rrs in records.owners.get(labels_of(log.owner), ())
+    )
+    return Rendered(
+        zone_text, serial, digest, records, layout_, log.texts[0] if log and published else None
+    )
 
 
 @dataclass(frozen=True, slots=True)

@@ -62,6 +62,7 @@ class Loaded:
                     anchors=plan.anchors,
                     jobs=ctx.jobs,
                     progress=ctx.progress,
+                    checkpoint=plan.log_record,
                 )
         # The served rrsets were for the proof: ~300 MB at 100,000 handles, not needed to write.
         return Planned(dataclasses.replace(plan, served=()), proof, watch, self.source)

@@ -73,12 +73,14 @@ from alter_publish.pipeline.memory import (
     write_fingerprint,
 )
 from alter_publish.pipeline.patchbase import PatchBase, patch_base
+from alter_publish.pipeline.patchtext import handle_line_edits, log_line_edit, touched_olds
 from alter_publish.pipeline.paths import current_outputs
 from alter_publish.pipeline.render import (
     SignedHandle,
     envelope_line,
     handle_rrsets,
     handle_segments,
+    log_rrset,
     template_context,
 )
 from alter_publish.pipeline.reports import Change, Stopwatch, ZoneResult, zone_result
@@ -148,56 +150,25 @@ class _Rendered:
     head: str  # the zone text before the first handle, with the new serial
     proof_text: list[str]  # the head and the changed handles' lines
     rrsets: list[HandleRecord]
-
-
-def _touched(base: PatchBase) -> list[int]:
-    """The memo's handles whose lines a patch replaces, removes or adds lines beside."""
-    count = len(base.memo.refs)
-    following = next_olds(base.olds, count)
-    found = {*base.removed}
-    for index in base.changed:
-        old = base.olds[index]
-        found.add(min(following[index], count - 1) if old is None else old)
-    return sorted(found)
-
-
-def _segment_edits(
-    base: PatchBase, segments: Sequence[bytes], rrsets: Sequence[HandleRecord], old_zone: bytes
-) -> tuple[list[Edit], dict[int, Edit]] | None:
-    """Each changed handle's lines replaced or inserted, each removed handle's taken out."""
-    memo = base.memo
-    starts = memo.segments
-    following = next_olds(base.olds, len(memo.refs))
-    rows: list[tuple[int, int, int, bytes]] = []
-    added: dict[int, tuple[int, int, int, bytes]] = {}
-    for index, segment, record in zip(base.changed, segments, rrsets, strict=True):
-        old = base.olds[index]
-        if old is not None:
-            rows.append((starts[old], starts[old + 1], index, segment))
-            continue
-        if base.window is None and f"\n{record.owner} ".encode() in old_zone:
-            return None  # a name of the zone already (the DNSSEC patch finds it there)
-        at = starts[following[index]]
-        added[index] = (at, at, index, segment)
-        rows.append(added[index])
-    rows += ((starts[old], starts[old + 1], -1, b"") for old in base.removed)
-    rows.sort(key=lambda row: row[:3])
-    edits = {id(row): (row[0], row[1], row[3]) for row in rows}
-    return [edits[id(row)] for row in rows], {i: edits[id(row)] for i, row in added.items()}
+    log: HandleRecord | None  # the checkpoint record when it changes
 
 
 def _render(
-    ctx: RunContext, base: PatchBase, signed: Sequence[SignedHandle], outputs: tuple[Path, Path]
+    ctx: RunContext,
+    base: PatchBase,
+    signed: Sequence[SignedHandle],
+    outputs: tuple[Path, Path],
+    log: HandleRecord | None,
 ) -> _Rendered | None:
-    """Render the changed handles and the serial their digest gives; None when the old
-    outputs are not where the memo says."""
+    """Render the changed handles, the checkpoint record ``log`` and the serial their
+    digest gives; None when the old outputs are not where the memo says."""
     memo, spec = base.memo, base.spec
     try:
         old_zone = outputs[0].read_bytes()
         old_envelopes = outputs[1].read_bytes()
     except OSError:
         return None
-    if not memo.fits(old_zone, old_envelopes, _touched(base)):
+    if not memo.fits(old_zone, old_envelopes, touched_olds(base)):
         return None
     old_serial = str(memo.serial).encode()
     serial_end = memo.serial_at + len(old_serial)
@@ -210,18 +181,23 @@ def _render(
     rrsets = handle_rrsets(signed)
     context = template_context(spec, signed, 0, __version__, rrsets)
     segments = [text.encode() for text in handle_segments(ctx.templates, context)]
-    made = _segment_edits(base, segments, rrsets, old_zone[: memo.rendered_end])
+    made = handle_line_edits(base, segments, rrsets, old_zone[: memo.rendered_end])
     if made is None:
         return None
     segment_edits, added = made
+    log_edits = log_line_edit(old_zone, memo.segments[0], serial_end, log)
+    if log_edits is None:
+        return None
     draft = hashlib.sha256()
     rendered = memoryview(old_zone)[: memo.rendered_end]
-    for chunk in apply_edits(rendered, [(memo.serial_at, serial_end, b"0"), *segment_edits]):
+    zero: list[Edit] = [(memo.serial_at, serial_end, b"0"), *log_edits, *segment_edits]
+    for chunk in apply_edits(rendered, zero):
         draft.update(chunk)
     draft.update(dnssec_fingerprint(spec, base.zone_keys, base.window).encode())
     serial = base.state.next_for(draft.hexdigest(), ctx.now)
-    zone_edits: list[Edit] = [(memo.serial_at, serial_end, str(serial).encode()), *segment_edits]
-    head = b"".join(apply_edits(old_zone[: memo.segments[0]], zone_edits[:1])).decode()
+    head_edits: list[Edit] = [(memo.serial_at, serial_end, str(serial).encode()), *log_edits]
+    zone_edits = [*head_edits, *segment_edits]
+    head = b"".join(apply_edits(old_zone[: memo.segments[0]], head_edits)).decode()
     proof_text = [head, *(segment.decode() for segment in segments)]
     return _Rendered(
         old_zone,
@@ -234,6 +210,9 @@ def _render(
         head,
         proof_text,
         rrsets,
+        log
+        if log_edits and old_zone[log_edits[0][0] : log_edits[0][1]] != log_edits[0][2]
+        else None,
     )
 
 
@@ -259,6 +238,7 @@ def _patched_zone(
     signed: Sequence[SignedHandle],
     watch: Stopwatch,
     outputs: tuple[Path, Path, Path],
+    log: HandleRecord | None,
 ) -> tuple[_Rendered, list[Edit], _Signed | None, dns.zone.Zone] | None:
     """The zone file's edits (sorted, none that changes nothing) and the zone of the
     changed lines to prove, from the last ``outputs`` (one set); None when anything does
@@ -266,7 +246,7 @@ def _patched_zone(
     zone_file, envelopes_file, _ = outputs
     try:
         with watch.stage("render"):
-            rendered = _render(ctx, base, signed, (zone_file, envelopes_file))
+            rendered = _render(ctx, base, signed, (zone_file, envelopes_file), log)
         if rendered is None:
             return None
         zone_edits, proof_text = list(rendered.zone_edits), list(rendered.proof_text)
@@ -313,6 +293,10 @@ def _patched_blocks(rendered: _Rendered, base: PatchBase, where: str) -> _Signed
         names[labels] = record.owner
         rrs = RRs(_TXT_TYPE, record.ttl, record.wires)
         (resign if base.edited(index) else added).append((labels, rrs))
+    if rendered.log is not None:  # the checkpoint record: its line edited, its RRSIG made
+        labels = labels_of(rendered.log.owner)
+        names[labels] = rendered.log.owner
+        resign.append((labels, RRs(_TXT_TYPE, rendered.log.ttl, rendered.log.wires)))
     removed = []
     for old in base.removed:
         owner = parse_handle(memo.refs[old]).owner(base.spec.origin)
@@ -605,6 +589,35 @@ class Patched:
         dataclasses.replace(self.memo, base=base).write(memo_path(ctx.out, spec.path))
 
 
+def _prove(
+    ctx: RunContext,
+    base: PatchBase,
+    chained: _Chained,
+    rendered: _Rendered,
+    mini: dns.zone.Zone,
+    ds_file: Path,
+) -> ProofReport:
+    """Prove the changed names on loopback: the changed handles, the removed ones denied,
+    the checkpoint record if it changed; to the zone's DS when it is signed.
+
+    Raises:
+        ServeError: the loopback server could not start.
+    """
+    anchors: tuple[TrustAnchor, ...] = ()
+    if base.window is not None:
+        anchors = read_trust_anchors(ds_file)
+    return prove_zone(
+        mini,
+        base.spec,
+        chained.expectations,
+        now=ctx.now,
+        anchors=anchors,
+        probe=False,
+        absent=tuple(parse_handle(base.memo.refs[old]) for old in base.removed),
+        checkpoint=None if rendered.log is None else rendered.log.texts[0],
+    )
+
+
 def patched(ctx: RunContext, start: ZoneStart) -> Patched | None:
     """Patch the handles whose entry or key changed into the last proven run's outputs
     and prove them; None when that cannot be done exactly as a full run would do it
@@ -629,24 +642,14 @@ def patched(ctx: RunContext, start: ZoneStart) -> Patched | None:
     chained.chain.signed = with_proofs(chained.chain.signed, publication)
     signed = chained.chain.signed
     outputs = current_outputs(ctx.out, base.spec.origin)  # resolved once: one set
-    made = _patched_zone(ctx, base, signed, watch, outputs)
+    notes = publication.notes
+    log = log_rrset(base.spec, notes[-1] if notes else None)
+    made = _patched_zone(ctx, base, signed, watch, outputs, log)
     if made is None:
         return None
     rendered, zone_edits, dnssec, mini = made
     with watch.stage("proof"):
-        anchors: tuple[TrustAnchor, ...] = ()
-        if base.window is not None:
-            anchors = read_trust_anchors(outputs[2])
-        absent = tuple(parse_handle(base.memo.refs[old]) for old in base.removed)
-        proof = prove_zone(
-            mini,
-            base.spec,
-            chained.expectations,
-            now=ctx.now,
-            anchors=anchors,
-            probe=False,
-            absent=absent,
-        )
+        proof = _prove(ctx, base, chained, rendered, mini, outputs[2])
     envelope_edits, added_lines = _envelope_edits(base, signed, rendered)
     handle_keys, lines = _handle_keys(ctx, base, signed, start.handle_lines)
     ttls = [base.memo.ttls[old] if old is not None else 0 for old in base.olds]

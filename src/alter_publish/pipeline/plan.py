@@ -74,7 +74,7 @@ def plan_zone(
     with watch.stage("render"):
         previous = SerialState.read(state_path_for(spec.path))
         window = choose_window(ctx.now, spec.dnssec) if spec.dnssec.enabled else None
-        rendered = render(ctx, spec, chain.signed, previous, window, zone_keys)
+        rendered = render(ctx, spec, chain.signed, previous, window, zone_keys, publication.latest)
     signed_zone: SignedZone | None = None
     served: tuple[SignedRRs, ...]
     dnssec_text: tuple[str, ...] = ()
@@ -87,7 +87,6 @@ def plan_zone(
             served = signed_zone.rrsets
     else:
         served = unsigned_rrsets(rendered.records)
-    zone_text = (rendered.text, *dnssec_text)
     changes = chain.changes
     changes += handles_added_and_removed(spec, published, changes)
     changes += zone_changes(previous, rendered.digest, window, zone_keys, bool(changes))
@@ -106,8 +105,8 @@ def plan_zone(
         log=log,
         new_entries=tuple(chain.new_entries),
         signed=tuple(chain.signed),
-        state=dataclasses.replace(state, zone_sha256=zone_sha256(zone_text)),
-        zone_text=zone_text,
+        state=dataclasses.replace(state, zone_sha256=zone_sha256((rendered.text, *dnssec_text))),
+        zone_text=(rendered.text, *dnssec_text),
         served=served,
         signed_zone=signed_zone,
         zone_keys=zone_keys,
@@ -116,6 +115,7 @@ def plan_zone(
         log_frontier=tuple(chain.tree.frontier()),
         changes=tuple(changes),
         publication=publication,
+        log_record=rendered.log_record,
     )
 
 

@@ -15,6 +15,7 @@ from alter_publish.definition.model import HandleSpec, ZoneSpec
 from alter_publish.dns.records import HandleRecord, txt_rdata_text
 from alter_publish.errors import RenderError
 from alter_publish.format.envelope import Envelope, Revocation
+from alter_publish.format.logrecord import checkpoint_record, log_record_owner
 
 __all__ = [
     "ENVELOPES_FORMAT",
@@ -23,6 +24,7 @@ __all__ = [
     "content_digest",
     "envelopes_document",
     "handle_rrsets",
+    "log_rrset",
     "render_zone_text",
     "template_context",
     "txt_rdata_text",
@@ -67,15 +69,25 @@ def handle_rrsets(signed: Sequence[SignedHandle]) -> list[HandleRecord]:
     ]
 
 
+def log_rrset(spec: ZoneSpec, note: str | None) -> HandleRecord | None:
+    """The zone's checkpoint record at ``_alter-log.<zone>.`` publishing ``note`` (the
+    latest signed checkpoint; None: the log has none yet, no record)."""
+    if note is None:
+        return None
+    return HandleRecord.make(log_record_owner(spec.origin), spec.ttl, (checkpoint_record(note),))
+
+
 def template_context(
     spec: ZoneSpec,
     signed: Sequence[SignedHandle],
     serial: int,
     version: str,
     rrsets: Sequence[HandleRecord] | None = None,
+    log: HandleRecord | None = None,
 ) -> dict[str, Any]:
     """Everything a zone template can use (``rrsets``: each handle's TXT rrset, when
-    already made, saves making the rdata texts again)."""
+    already made, saves making the rdata texts again; ``log``: the checkpoint record,
+    :func:`log_rrset`)."""
     made = rrsets or handle_rrsets(signed)
     hosts = [
         {"owner": owner, "type": "AAAA" if ":" in address else "A", "address": address}
@@ -110,6 +122,11 @@ def template_context(
         "hosts": hosts,
         "tlsa": tlsa_context(spec),
         "records": records,
+        "log": (
+            None
+            if log is None
+            else {"owner": log.owner, "ttl": log.ttl, "text": log.texts[0], "rdata": log.rdata[0]}
+        ),
         "source": spec.path.name,
         "version": version,
     }

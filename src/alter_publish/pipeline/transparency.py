@@ -99,6 +99,12 @@ class Publication:
         return self.history.notes + ((self.new_note,) if self.new_note else ())
 
     @property
+    def latest(self) -> str | None:
+        """The latest checkpoint (None: the log has none)."""
+        notes = self.notes
+        return notes[-1] if notes else None
+
+    @property
     def sizes(self) -> tuple[int, ...]:
         """Each checkpoint's size."""
         return self.history.sizes + ((self.tree.size,) if self.new_note else ())

@@ -7,7 +7,8 @@ zone file ``sign`` wrote:
 
 - ``bind-include``: master-file lines for ``$INCLUDE`` (absolute names, TTL, class);
 - ``octodns``: the records file an octoDNS ``YamlProvider`` reads for the zone;
-- ``well-known``: ``https://<zone>/.well-known/alter-envelope.json``.
+- ``well-known``: ``https://<zone>/.well-known/alter-envelope.json`` (each record
+  with its envelope's c2sp.org/tlog-proof, ``tlog_proof``, when the document has one).
 
 Every format carries exactly the record texts of the envelopes document: per
 handle the envelope, then each revocation.
@@ -40,6 +41,7 @@ from alter_publish.format.envelope import (
     parse_record,
     split_txt,
 )
+from alter_publish.format.tlog import PROOF_HEADER
 from alter_publish.pipeline import current_outputs, output_paths
 from alter_publish.pipeline.render import ENVELOPES_FORMAT, txt_rdata_text
 
@@ -70,6 +72,7 @@ class ExportRecord:
         ttl: TTL of every record at ``owner``.
         envelope: the signed envelope's record text.
         revocations: revocation record texts published beside it, in order.
+        tlog_proof: the envelope's c2sp.org/tlog-proof in the zone's log (None: none).
     """
 
     handle: str
@@ -77,6 +80,7 @@ class ExportRecord:
     ttl: int
     envelope: str
     revocations: tuple[str, ...] = ()
+    tlog_proof: str | None = None
 
     @property
     def texts(self) -> tuple[str, ...]:
@@ -271,6 +275,9 @@ def _record(
             continue
         if not isinstance(revocation, Revocation) or revocation.handle != handle_spec.handle:
             problems.append(f"{ref}: revocations[{position}] is not a revocation for {ref}")
+    proof = item.get("tlog_proof")
+    if proof is not None and not (isinstance(proof, str) and proof.startswith(PROOF_HEADER)):
+        problems.append(f"{ref}: tlog_proof is not a c2sp.org/tlog-proof")
     if len(problems) > before:
         return None
     return ExportRecord(
@@ -279,6 +286,7 @@ def _record(
         ttl=handle_spec.ttl,
         envelope=text,
         revocations=tuple(revocations),
+        tlog_proof=proof,
     )
 
 
@@ -463,6 +471,7 @@ def well_known_document(export: ZoneExport) -> dict[str, Any]:
                 "ttl": record.ttl,
                 "texts": list(record.texts),
             }
+            | ({"tlog_proof": record.tlog_proof} if record.tlog_proof is not None else {})
             for record in export.records
         ],
     }

@@ -7,6 +7,7 @@ successful answer moves the pin only when it was DNSSEC-validated: an unvalidate
 
 from __future__ import annotations
 
+import dataclasses
 from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
@@ -16,6 +17,7 @@ from alter_publish.dns.anchors import TrustAnchor
 from alter_publish.dns.hints import RootHints
 from alter_publish.dns.validation import DNSSECStatus
 from alter_publish.format.handles import AlterURI, Handle
+from alter_publish.verify.logcheck import LogCheck, LogSource, check_log, fetch_checkpoint
 from alter_publish.verify.pins import PinStore
 from alter_publish.verify.resolve import DEFAULT_TIMEOUT_SECONDS, Resolution, resolve
 
@@ -35,6 +37,8 @@ class PinnedResult:
 
     resolution: Resolution
     pin: str | None
+    #: The envelope found in its zone's signed log (``resolve --log``), if asked.
+    log: LogCheck | None = None
 
 
 def resolve_pinned(
@@ -48,10 +52,12 @@ def resolve_pinned(
     allow_insecure: bool = False,
     timeout: float = DEFAULT_TIMEOUT_SECONDS,
     root_hints: RootHints | None = None,
+    log: LogSource | None = None,
 ) -> PinnedResult:
     """Resolve ``reference`` (spec section 7), enforcing and updating ``pin_store`` if given.
 
-    The store is written only when a DNSSEC-validated answer pins or advances the handle.
+    The store is written only when a DNSSEC-validated answer pins or advances the handle
+    (or, with ``log``, the log's checkpoint: see :mod:`alter_publish.verify.logcheck`).
 
     Returns:
         The resolution (check ``resolution.ok``) and the pin change.
@@ -61,6 +67,8 @@ def resolve_pinned(
         HandleError: a non-domain handle without a substrate.
         ResolveError: the server did not answer usably.
         RenderError: the pin store cannot be written.
+        VerificationError: with ``log``, the envelope is not in the signed log, or the
+            checkpoint does not extend the one pinned (its category).
     """
     handle = reference.handle if isinstance(reference, AlterURI) else reference
     pins = PinStore.read(pin_store) if pin_store is not None else None
@@ -75,11 +83,31 @@ def resolve_pinned(
         root_hints=root_hints,
         pinned=pins.pinned(handle.owner(substrate)) if pins is not None else None,
     )
-    if pins is None or not result.ok or result.envelope is None:
+    if not result.ok or result.envelope is None:
         return PinnedResult(result, None)
+    found = None
+    if log is not None:
+        note = fetch_checkpoint(
+            log,
+            server,
+            now=now,
+            anchors=anchors,
+            allow_insecure=allow_insecure,
+            timeout=timeout,
+            root_hints=root_hints,
+        )
+        origin = log.verifier.name
+        pinned = pins.checkpoints.get(origin) if pins is not None else None
+        checkpoint, log_pin = check_log(result.envelope, result.owner, log, note, pinned)
+        found = LogCheck(origin, checkpoint.size, result.envelope.log_size, note[1])
+        if pins is not None and result.dnssec is DNSSECStatus.SECURE:
+            pins.checkpoints[origin] = checkpoint
+            found = dataclasses.replace(found, pin=log_pin)
+    if pins is None:
+        return PinnedResult(result, None, found)
     if result.dnssec is not DNSSECStatus.SECURE:
-        return PinnedResult(result, PIN_NOT_UPDATED_INSECURE)
+        return PinnedResult(result, PIN_NOT_UPDATED_INSECURE, found)
     change = pins.accept(result.owner, result.envelope, now)
-    if change != "unchanged":
+    if change != "unchanged" or (found is not None and found.pin != "unchanged"):
         pins.write()
-    return PinnedResult(result, change)
+    return PinnedResult(result, change, found)

@@ -8,11 +8,17 @@ An accepted rotation moves the pin forward. The file is JSON, written atomically
 
     {"format": "alter-publish/pins/1",
      "pins": {"_alter.blake.example.com.": {"handle": "~blake", "epoch": 2,
-              "p": "<base64url key>", "first_seen": 1767225600, "updated": 1767312000}}}
+              "p": "<base64url key>", "first_seen": 1767225600, "updated": 1767312000}},
+     "checkpoints": {"example.com/alter-log": {"size": 12, "root": "<base64>"}}}
+
+``checkpoints`` (written once ``resolve --log`` has seen one) keeps the latest signed
+checkpoint of each zone's transparency log (:mod:`alter_publish.verify.logcheck`).
 """
 
 from __future__ import annotations
 
+import base64
+import binascii
 import json
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -21,6 +27,7 @@ from typing import Any
 from alter_publish.errors import AlterError, UsageError
 from alter_publish.fileio import atomic_write_bytes
 from alter_publish.format.envelope import Envelope, b64url, b64url_decode
+from alter_publish.format.tlog import Checkpoint
 
 PINS_FORMAT = "alter-publish/pins/1"
 _PUBLIC_KEY_OCTETS = 32
@@ -53,6 +60,8 @@ class PinStore:
 
     path: Path
     pins: dict[str, Pin] = field(default_factory=dict)
+    #: The latest checkpoint seen per log origin.
+    checkpoints: dict[str, Checkpoint] = field(default_factory=dict)
 
     @classmethod
     def read(cls, path: Path) -> PinStore:
@@ -84,7 +93,14 @@ class PinStore:
                 )
             except (KeyError, TypeError, ValueError, OverflowError, AlterError) as exc:
                 raise UsageError(f"bad pin for {owner}", where=str(path)) from exc
-        return cls(path, pins)
+        checkpoints: dict[str, Checkpoint] = {}
+        for origin, item in (doc.get("checkpoints") or {}).items():
+            try:
+                root = base64.b64decode(str(item["root"]), validate=True)
+                checkpoints[str(origin)] = Checkpoint(str(origin), int(item["size"]), root)
+            except (KeyError, TypeError, ValueError, binascii.Error) as exc:
+                raise UsageError(f"bad checkpoint for {origin}", where=str(path)) from exc
+        return cls(path, pins, checkpoints)
 
     def pinned(self, owner: str) -> tuple[int, bytes] | None:
         """``(epoch, public key)`` pinned for ``owner``, or None."""
@@ -116,4 +132,9 @@ class PinStore:
             "format": PINS_FORMAT,
             "pins": {owner: pin.to_mapping() for owner, pin in sorted(self.pins.items())},
         }
+        if self.checkpoints:
+            doc["checkpoints"] = {
+                origin: {"size": item.size, "root": base64.b64encode(item.root).decode()}
+                for origin, item in sorted(self.checkpoints.items())
+            }
         atomic_write_bytes(self.path, (json.dumps(doc, indent=2, sort_keys=True) + "\n").encode())

@@ -33,6 +33,7 @@ from alter_publish.dns.zonetext import parse_zone_text
 from alter_publish.errors import ResolveError
 from alter_publish.format.envelope import Envelope
 from alter_publish.format.handles import Handle, parse_handle
+from alter_publish.format.logrecord import log_record_owner
 from alter_publish.parallel import Progress, Workers, ranges
 from alter_publish.verify.resolve import Answer, StubResolver, resolve_answer
 
@@ -109,11 +110,15 @@ class ProofReport:
     denial: HandleProof | None = None
     #: Handles taken out of the zone, each proven to resolve to a secure denial.
     removed: tuple[HandleProof, ...] = ()
+    #: The zone's checkpoint record (``_alter-log``), when one was expected.
+    checkpoint: HandleProof | None = None
 
     @property
     def checks(self) -> tuple[HandleProof, ...]:
-        """Every verdict: the handles, then the denial probe (if any), then the removed."""
-        return self.results + ((self.denial,) if self.denial else ()) + self.removed
+        """Every verdict: the handles, then the denial probe and the checkpoint record
+        (if any), then the removed."""
+        extra = tuple(check for check in (self.denial, self.checkpoint) if check is not None)
+        return self.results + extra + self.removed
 
     @property
     def ok(self) -> bool:
@@ -133,6 +138,7 @@ class ProofReport:
             "ok": self.ok,
             "handles": [result.to_mapping() for result in self.results],
             "denial": self.denial.to_mapping() if self.denial else None,
+            "checkpoint": self.checkpoint.to_mapping() if self.checkpoint else None,
             "failed": len(self.failures),
             "seconds": round(self.seconds, 3),
         } | ({"removed": [result.to_mapping() for result in self.removed]} if self.removed else {})
@@ -153,6 +159,7 @@ def prove_zone(
     progress: Progress | None = None,
     probe: bool = True,
     absent: Sequence[Handle] = (),
+    checkpoint: str | None = None,
 ) -> ProofReport:
     """Serve ``zone`` on 127.0.0.1 (OS-chosen port) and prove it (see :func:`prove_served`;
     ``absent``: handles taken out, each must resolve to a secure denial).
@@ -162,18 +169,9 @@ def prove_zone(
     """
     with Workers(jobs, fresh=True, size=len(spec.handles)) as workers:  # start meanwhile
         answerer = answerer_for([zone])
-        with ZoneServer([], answerer=answerer) as server:
-            return prove_served(
-                server.address,
-                spec,
-                expected,
-                now=now,
-                anchors=anchors,
-                workers=workers,
-                progress=progress,
-                probe=probe,
-                absent=absent,
-            )
+        return _prove_answerer(
+            answerer, spec, expected, now, anchors, workers, progress, probe, checkpoint, absent
+        )
 
 
 def prove_records(
@@ -186,6 +184,7 @@ def prove_records(
     anchors: Sequence[TrustAnchor] = (),
     jobs: int = 1,
     progress: Progress | None = None,
+    checkpoint: str | None = None,
 ) -> ProofReport:
     """Serve the zone ``sign`` made (its rrsets in wire form, or ``zone_text`` parsed when
     the wire server does not support it) on 127.0.0.1 and prove it.
@@ -208,7 +207,9 @@ def prove_records(
                 where=f"{spec.origin}.zone",
             ),
         )
-        return _prove_answerer(answerer, spec, expected, now, anchors, workers, progress)
+        return _prove_answerer(
+            answerer, spec, expected, now, anchors, workers, progress, checkpoint=checkpoint
+        )
 
 
 def _prove_answerer(
@@ -220,6 +221,8 @@ def _prove_answerer(
     workers: Workers,
     progress: Progress | None,
     probe: bool = True,
+    checkpoint: str | None = None,
+    absent: Sequence[Handle] = (),
 ) -> ProofReport:
     with ZoneServer([], answerer=answerer) as server:
         return prove_served(
@@ -231,6 +234,8 @@ def _prove_answerer(
             workers=workers,
             progress=progress,
             probe=probe,
+            checkpoint=checkpoint,
+            absent=absent,
         )
 
 
@@ -270,6 +275,7 @@ def prove_served(
     progress: Progress | None = None,
     probe: bool = True,
     absent: Sequence[Handle] = (),
+    checkpoint: str | None = None,
 ) -> ProofReport:
     """Resolve and verify every handle of ``spec`` at the name server ``server``.
 
@@ -283,7 +289,8 @@ def prove_served(
     Plain secure answers are checked by :mod:`fastcheck` on ``workers`` (or ``jobs``
     processes forked here); every other answer, and every handle that fails there, is
     resolved again and judged by the full validator, so a verdict never depends on the
-    fast path.
+    fast path. ``checkpoint`` (the record text of the log's latest checkpoint) must be
+    served at ``_alter-log.<zone>.``, validated like the handles.
     """
     start = time.perf_counter()
     secure = spec.dnssec.enabled if secure is None else secure
@@ -330,6 +337,8 @@ def prove_served(
         owners = [handles[index].owner for index in again]
         if probe:
             owners.append(ABSENT_PROBE.owner(spec.origin))
+        if checkpoint is not None:
+            owners.append(log_record_owner(spec.origin))
         owners += (handle.owner(spec.origin) for handle in absent)
         try:  # every query in flight at once; see StubResolver.exchange_many
             answers = stub.query_txt_many(owners) if owners else []
@@ -345,9 +354,14 @@ def prove_served(
         progress.done()
     tail = answers[len(again) :]
     denial = _prove_denial(tail[0], spec, now) if probe else None
+    tail = tail[1:] if probe else tail
+    log_proof = None
+    if checkpoint is not None:
+        log_proof = _prove_checkpoint(tail[0], spec, checkpoint, secure=secure)
+        tail = tail[1:]
     removed = tuple(
         _prove_denial(answer, spec, now, handle)
-        for handle, answer in zip(absent, tail[1:] if probe else tail, strict=True)
+        for handle, answer in zip(absent, tail, strict=True)
     )
     return ProofReport(
         zone=spec.origin,
@@ -356,6 +370,7 @@ def prove_served(
         seconds=time.perf_counter() - start,
         denial=denial,
         removed=removed,
+        checkpoint=log_proof,
     )
 
 
@@ -482,6 +497,23 @@ def _judge(
         detail = f"{len(missing)} revocation record(s) signed for it are not served"
         return HandleProof(ref, owner, "mismatch", detail, status)
     return HandleProof.verified(ref, owner, resolution.detail, status, resolution.envelope)
+
+
+def _prove_checkpoint(
+    answer: Answer | ResolveError, spec: ZoneSpec, want: str, *, secure: bool
+) -> HandleProof:
+    """The log's checkpoint record must be served (validated, in a signed zone) as signed."""
+    ref, owner = "_alter-log", log_record_owner(spec.origin)
+    if isinstance(answer, ResolveError):
+        return HandleProof(ref, owner, "network", answer.what, "unknown")
+    status = str(answer.dnssec)
+    if answer.dnssec is not DNSSECStatus.SECURE and (secure or answer.dnssec is DNSSECStatus.BOGUS):
+        detail = f"answer is not DNSSEC-validated ({answer.reason})"
+        return HandleProof(ref, owner, "bogus" if status == "bogus" else "insecure", detail, status)
+    if list(answer.texts) != [want]:
+        detail = "served checkpoint record differs from the one signed"
+        return HandleProof(ref, owner, "mismatch", detail, status)
+    return HandleProof(ref, owner, None, "checkpoint record served as signed", status)
 
 
 def _prove_denial(
