@@ -157,8 +157,10 @@ class Split:
         return line
 
 
-def _paren_depth(line: str, depth: int) -> int:
+def paren_depth(line: str, depth: int) -> int:
     """The parenthesis depth after ``line`` (quotes, escapes and comments respected)."""
+    if "(" not in line and ")" not in line:
+        return depth
     quoted = escaped = False
     for char in line:
         if escaped:
@@ -213,7 +215,7 @@ def split_rendered(text: str, records: Sequence[HandleRecord]) -> Split | None:
             seen_ttl = True
         head.append(line)
         numbers.append(number)
-        depth = _paren_depth(line, depth) if "(" in line or ")" in line or depth else depth
+        depth = paren_depth(line, depth)
     if remaining:
         return None
     return Split("\n".join(head), tuple(numbers))

@@ -36,7 +36,7 @@ import dns.rdatatype
 import dns.rdtypes.util
 import dns.zone
 
-from alter_publish.dns.records import Labels
+from alter_publish.dns.records import Labels, paren_depth
 
 #: (owner labels, lower case, root last; type) -> (TTL, each rdata's wire form).
 RecordMap = dict[tuple[Labels, int], tuple[int, tuple[bytes, ...]]]
@@ -152,7 +152,7 @@ def _read_lines(
                     return False  # owner left out: it would be the fast line's
                 last_fast = False
                 ttl_known = ttl_known or stripped[:4].upper() == "$TTL"
-            depth = _paren_depth(line, depth)
+            depth = paren_depth(line, depth)
             lines.append(line)
             numbers.append(number)
             continue
@@ -184,29 +184,6 @@ def _read_lines(
         else:
             target[key] = (ttl, (*found[1], wire))
     return True
-
-
-def _paren_depth(line: str, depth: int) -> int:
-    """The parenthesis depth after ``line`` (quotes, escapes and comments respected)."""
-    if "(" not in line and ")" not in line:
-        return depth
-    quoted = escaped = False
-    for char in line:
-        if escaped:
-            escaped = False
-        elif char == "\\":
-            escaped = True
-        elif char == '"':
-            quoted = not quoted
-        elif quoted:
-            continue
-        elif char == ";":
-            break
-        elif char == "(":
-            depth += 1
-        elif char == ")":
-            depth = max(depth - 1, 0)
-    return depth
 
 
 def _unescape(raw: bytes) -> bytes:
