@@ -34,7 +34,7 @@ ScopeOption = Annotated[
     typer.Option(
         "--user/--system",
         help="Per user ($XDG_DATA_HOME/applications, the default) or for every user "
-        "(/usr/share/applications).",
+        "(/usr/local/share/applications).",
     ),
 ]
 ForceOption = Annotated[

@@ -2,7 +2,7 @@
 
 ``install`` writes the desktop entry (:func:`~alter_publish.publish.handlerfiles.desktop_entry`)
 atomically into ``$XDG_DATA_HOME/applications`` (``--user``, default
-``~/.local/share/applications``) or ``/usr/share/applications`` (``--system``), runs
+``~/.local/share/applications``) or ``/usr/local/share/applications`` (``--system``), runs
 ``update-desktop-database`` on that directory and (per user) ``xdg-mime default``, then
 reports what ``xdg-mime query default x-scheme-handler/alter`` says. Another desktop
 file that is already the default is reported and left alone: only ``force`` replaces
@@ -38,7 +38,7 @@ __all__ = [
     "uninstall_handler",
 ]
 
-SYSTEM_APPLICATIONS: Final = Path("/usr/share/applications")
+SYSTEM_APPLICATIONS: Final = Path("/usr/local/share/applications")
 TOOL_TIMEOUT_SECONDS: Final = 30.0
 _DEFAULTS_SECTION: Final = "[Default Applications]"
 
@@ -82,7 +82,7 @@ class HandlerStatus:
 
 
 def applications_dir(env: Mapping[str, str], *, system: bool) -> Path:
-    """``/usr/share/applications`` (system) or ``$XDG_DATA_HOME/applications`` (user).
+    """``/usr/local/share/applications`` (system) or ``$XDG_DATA_HOME/applications`` (user).
 
     Raises:
         UsageError: per user, with neither ``XDG_DATA_HOME`` nor ``HOME`` set.
