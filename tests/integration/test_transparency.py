@@ -143,3 +143,31 @@ def _files(root: Path) -> dict[str, bytes]:
         for path in sorted(root.rglob("*"))
         if path.is_file()
     }
+
+
+def test_a_log_cut_short_is_refused_not_signed_again(tmp_path: Path) -> None:
+    # The log lost its last entry: signing the rest would publish a checkpoint that
+    # contradicts the last one signed (a fork). It was signed, exit 0, proofs broken.
+    definition = _workspace(tmp_path, ZONE)
+    _sign(tmp_path, definition, NOW)
+    log = tmp_path / "zones" / f"{ZONE}.log"
+    lines = log.read_bytes().splitlines(keepends=True)
+    log.write_bytes(b"".join(lines[:-1]))
+    before = _files(tmp_path / "build")
+    done = _cli(
+        tmp_path,
+        "sign",
+        str(definition),
+        "--keys",
+        str(tmp_path / "keys"),
+        "--out",
+        str(tmp_path / "build"),
+        "--now",
+        str(NOW + 3600),
+        "--allow-simulated-time",
+        "--full",
+    )
+    assert done.returncode != 0, done.stdout
+    assert "does not extend its last signed checkpoint" in done.stderr, done.stderr
+    assert len(done.stderr.strip().splitlines()) == 1, done.stderr
+    assert _files(tmp_path / "build") == before

@@ -133,9 +133,22 @@ def plan_publication(
 
     Raises:
         KeyStoreError: the zone has checkpoints but its log key is gone.
-        RenderError: the history is unreadable.
+        RenderError: the history is unreadable, or the log does not extend its last
+            checkpoint (an entry changed or removed: signing it would fork the log).
     """
     history = read_history(checkpoints_path_for(definition))
+    if history.notes:
+        last = Checkpoint.parse(Note.parse(history.notes[-1]).text)
+        try:
+            extends = tree.size >= last.size and tree.root(last.size) == last.root
+        except ValueError:  # a stored tile it needs is missing or wrong
+            extends = False
+        if not extends:
+            raise RenderError(
+                f"the log does not extend its last signed checkpoint (size {last.size}): "
+                "entries were changed or removed; restore the log from a backup",
+                where=str(history.path),
+            )
     new_note = None
     if tree.size and (not history.sizes or history.sizes[-1] != tree.size):
         signer = keys.logs.signer(zone, create=create or not history.notes)
