@@ -32,10 +32,12 @@ from alter_publish.format.tlog import (
     TlogProof,
     consistency_proof,
     inclusion_proof,
+    parse_decimal,
     range_hash,
     verify_consistency,
     verify_inclusion,
 )
+from alter_publish.format.witness import parse_size
 from alter_publish.pipeline.transparency import History, Publication
 
 SEED = bytes(range(32))
@@ -253,3 +255,21 @@ def test_proof_for_matches_tlog_proof_text(tmp_path: Path) -> None:
     expected = TlogProof(7, tuple(inclusion_proof(tree.subtree, 7, 40)), note.to_text())
     assert text == expected.to_text()
     assert publication.proof_for(7, entries[8]) is None
+
+
+@pytest.mark.parametrize(
+    "size", ["9" * 5000, str(2**64), "18446744073709551616", "007", "1e3", "\u0661"]
+)
+def test_a_size_that_is_not_a_uint64_is_malformed_not_a_crash(size: str) -> None:
+    # 5,000 digits made int() raise ValueError past the checks: exit 70 in `log verify`,
+    # a dead handler thread in the witness.
+    body = f"example.com/alter-log\n{size}\n{base64.b64encode(bytes(32)).decode()}\n"
+    with pytest.raises(VerificationError) as caught:
+        Checkpoint.parse(body)
+    assert caught.value.category == "malformed"
+    with pytest.raises(VerificationError):
+        parse_size(size, "add-checkpoint")
+
+
+def test_the_largest_uint64_size_parses() -> None:
+    assert parse_decimal(str(2**64 - 1), "checkpoint") == 2**64 - 1

@@ -39,9 +39,24 @@ def _b64hash(text: str, where: str) -> bytes:
     return raw
 
 
-def _decimal(text: str, where: str) -> int:
-    if not text.isdigit() or not text.isascii() or (text.startswith("0") and text != "0"):
-        raise _malformed(f"not a decimal number: {text!r}", where)
+#: Tree sizes and indexes are unsigned 64-bit numbers (C2SP tlog-checkpoint).
+UINT64_MAX = 2**64 - 1
+
+
+def parse_decimal(text: str, where: str) -> int:
+    """An unsigned 64-bit number in decimal with no leading zero (a size or an index).
+
+    Raises:
+        VerificationError: ``malformed`` (the text is quoted only in part).
+    """
+    if (
+        not text.isascii()
+        or not text.isdigit()
+        or (text.startswith("0") and text != "0")
+        or len(text) > len(str(UINT64_MAX))
+        or int(text) > UINT64_MAX
+    ):
+        raise _malformed(f"not an unsigned 64-bit decimal number: {text[:40]!r}", where)
     return int(text)
 
 
@@ -73,7 +88,9 @@ class Checkpoint:
         lines = text[:-1].split("\n")
         if len(lines) < 3 or not all(lines):
             raise _malformed("not 'origin', 'size', 'root' lines", where)
-        return cls(lines[0], _decimal(lines[1], where), _b64hash(lines[2], where), tuple(lines[3:]))
+        return cls(
+            lines[0], parse_decimal(lines[1], where), _b64hash(lines[2], where), tuple(lines[3:])
+        )
 
 
 def _largest_power_below(n: int) -> int:
@@ -293,7 +310,7 @@ class TlogProof:
             at = 2
         if at >= len(lines) or not lines[at].startswith("index "):
             raise _malformed("no 'index' line", where)
-        index = _decimal(lines[at][6:], where)
+        index = parse_decimal(lines[at][6:], where)
         hashes = tuple(_b64hash(line, where) for line in lines[at + 1 :])
         return cls(index, hashes, checkpoint, extra)
 

@@ -15,7 +15,7 @@ from dataclasses import dataclass
 
 from alter_publish.errors import VerificationError
 from alter_publish.format.note import Note, NoteSignature, Verifier
-from alter_publish.format.tlog import HASH_OCTETS
+from alter_publish.format.tlog import HASH_OCTETS, parse_decimal
 
 ADD_CHECKPOINT_PATH = "/add-checkpoint"
 SIZE_CONTENT_TYPE = "text/x.tlog.size"
@@ -32,9 +32,7 @@ def parse_size(text: str, where: str) -> int:
     Raises:
         VerificationError: ``malformed``.
     """
-    if not text.isascii() or not text.isdigit() or (text.startswith("0") and text != "0"):
-        raise _malformed(f"not a decimal size: {text[:40]!r}", where)
-    return int(text)
+    return parse_decimal(text, where)
 
 
 @dataclass(frozen=True, slots=True)
