@@ -3,9 +3,11 @@
 from __future__ import annotations
 
 import contextlib
+import errno
 import fcntl
 import os
 import re
+import stat
 import tempfile
 from collections.abc import Callable, Iterable, Iterator
 from pathlib import Path
@@ -96,6 +98,24 @@ def exclusive(directory: Path, what: str, error: type[AlterError] = RenderError)
         yield
     finally:
         os.close(fd)
+
+
+def read_bounded(path: Path, limit: int) -> bytes:
+    """The bytes of ``path``, a regular file (not through a symbolic link) of at most
+    ``limit`` octets: for files from elsewhere (a log mirror) that must not exhaust
+    memory (``/dev/zero``, a huge file).
+
+    Raises:
+        OSError: unreadable, a link, not a regular file, or larger than ``limit``.
+    """
+    fd = os.open(path, os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK)
+    with os.fdopen(fd, "rb") as handle:
+        if not stat.S_ISREG(os.fstat(fd).st_mode):
+            raise OSError(errno.EINVAL, "not a regular file", str(path))
+        data = handle.read(limit + 1)
+    if len(data) > limit:
+        raise OSError(errno.EFBIG, f"larger than {limit} octets", str(path))
+    return data
 
 
 def would_write(path: Path, data: bytes, *, mode: int | None = PUBLIC_MODE) -> bool:

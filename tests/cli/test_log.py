@@ -170,3 +170,29 @@ def test_log_prove_refuses_a_tampered_proof(workspace: Workspace) -> None:
     path.write_text(json.dumps(document), encoding="utf-8")
     result = workspace.run("log", "prove", "~blake", "--zone", ZONE)
     assert "not-included" in assert_one_error_line(result, EXIT_VERIFICATION)
+
+
+@pytest.mark.parametrize("target", ["/dev/zero", "huge"])
+def test_a_mirror_s_tile_that_is_a_link_or_too_big_is_refused(
+    tmp_path: Path, log: Path, target: str
+) -> None:
+    # A tile linked to /dev/zero (or a huge file) was read whole into memory.
+    tile = log / "tile" / "0" / "001.p" / "44"
+    tile.unlink()
+    if target == "huge":
+        tile.write_bytes(bytes(44 * 32 + 1))
+    else:
+        tile.symlink_to(target)
+    line = assert_one_error_line(
+        Workspace(tmp_path).run("log", "verify", str(log), "--key", VKEY), EXIT_VERIFICATION
+    )
+    assert "tampered-entry" in line or "malformed" in line, line
+
+
+def test_a_checkpoint_linked_to_dev_zero_is_refused(tmp_path: Path, log: Path) -> None:
+    (log / "checkpoint").unlink()
+    (log / "checkpoint").symlink_to("/dev/zero")
+    line = assert_one_error_line(
+        Workspace(tmp_path).run("log", "verify", str(log), "--key", VKEY), EXIT_VERIFICATION
+    )
+    assert "malformed" in line, line

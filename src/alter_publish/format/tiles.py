@@ -43,6 +43,14 @@ class Tile:
         suffix = "" if self.width == TILE_WIDTH else f".p/{self.width}"
         return f"tile/{level}/{encode_index(self.index)}{suffix}"
 
+    @property
+    def octets_max(self) -> int:
+        """The most a stored tile can hold: ``width`` hashes, or ``width`` entries of up
+        to 65,535 octets each with their two-octet length."""
+        if self.level == ENTRIES:
+            return self.width * (2 + 0xFFFF)
+        return self.width * HASH_OCTETS
+
     @classmethod
     def parse(cls, path: str) -> Tile:
         """The tile at ``path`` (as :attr:`path` writes it).

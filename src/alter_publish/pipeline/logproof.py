@@ -24,7 +24,7 @@ from alter_publish.format.tiles import TreeHashes
 from alter_publish.format.tlog import TlogProof, inclusion_proof, verify_inclusion
 from alter_publish.pipeline.paths import current_outputs
 from alter_publish.pipeline.transparency import CHECKPOINT_FILE, log_dir
-from alter_publish.verify.logaudit import signed_checkpoint
+from alter_publish.verify.logaudit import read_checkpoint_file, signed_checkpoint, stored_tiles
 
 
 @dataclass(frozen=True, slots=True)
@@ -82,7 +82,7 @@ def _from_tiles(spec: ZoneSpec, out: Path, verifier: Verifier, entry: LogEntry, 
     directory = log_dir(out, spec.origin)
     where = str(directory / CHECKPOINT_FILE)
     try:
-        note = (directory / CHECKPOINT_FILE).read_text(encoding="utf-8")
+        note = read_checkpoint_file(directory / CHECKPOINT_FILE)
     except (OSError, UnicodeDecodeError) as exc:
         raise VerificationError(f"cannot read: {exc}", where=where, category="malformed") from exc
     checkpoint = signed_checkpoint(note, verifier, where)
@@ -92,7 +92,7 @@ def _from_tiles(spec: ZoneSpec, out: Path, verifier: Verifier, entry: LogEntry, 
             where=where,
             category="not-included",
         )
-    tree = TreeHashes(checkpoint.size, lambda tile: (directory / tile.path).read_bytes())
+    tree = TreeHashes(checkpoint.size, stored_tiles(directory))
     try:
         hashes = inclusion_proof(tree.subtree, index, checkpoint.size)
     except (OSError, ValueError) as exc:

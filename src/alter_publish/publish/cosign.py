@@ -27,7 +27,13 @@ from alter_publish.format.witness import (
     parse_size,
     with_cosignatures,
 )
-from alter_publish.verify.logaudit import CHECKPOINT_FILE, policy_log_key, signed_checkpoint
+from alter_publish.verify.logaudit import (
+    CHECKPOINT_FILE,
+    policy_log_key,
+    read_checkpoint_file,
+    signed_checkpoint,
+    stored_tiles,
+)
 
 WITNESS_TIMEOUT_SECONDS = 10.0
 RESPONSE_OCTETS_MAX = 64 * 1024
@@ -114,12 +120,12 @@ def cosign_checkpoint(
     """
     path = directory / CHECKPOINT_FILE
     try:
-        text = path.read_text(encoding="utf-8")
+        text = read_checkpoint_file(path)
     except (OSError, UnicodeDecodeError) as exc:
         raise VerificationError(f"cannot read: {exc}", where=str(path)) from exc
     checkpoint = signed_checkpoint(text, policy_log_key(text, policy, str(path)), str(path))
     note = Note.parse(text)
-    tree = TreeHashes(checkpoint.size, lambda tile: (directory / tile.path).read_bytes())
+    tree = TreeHashes(checkpoint.size, stored_tiles(directory))
     outcomes: list[WitnessOutcome] = []
     lines: list[NoteSignature] = []
     for witness in policy.witnesses:

@@ -12,14 +12,22 @@ policy (c2sp.org/tlog-policy) ``quorum-not-met`` (too few valid cosignatures).
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
 from alter_publish.errors import UsageError, VerificationError
+from alter_publish.fileio import read_bounded
 from alter_publish.format.note import Note, Verifier
 from alter_publish.format.policy import Policy
-from alter_publish.format.tiles import TreeHashes, bundle_tiles, decode_entries, tiles_for_size
+from alter_publish.format.tiles import (
+    ENTRIES,
+    Tile,
+    TreeHashes,
+    bundle_tiles,
+    decode_entries,
+    tiles_for_size,
+)
 from alter_publish.format.tlog import Checkpoint, consistency_proof, verify_consistency
 
 CHECKPOINT_FILE = "checkpoint"
@@ -58,9 +66,32 @@ def signed_checkpoint(text: str, verifier: Verifier, where: str) -> Checkpoint:
     return checkpoint
 
 
+#: The largest checkpoint file read from a log directory (a note with many cosignatures).
+CHECKPOINT_OCTETS_MAX = 64 * 1024
+
+
+def stored_tiles(directory: Path) -> Callable[[Tile], bytes]:
+    """A tile loader for :class:`TreeHashes` reading ``directory`` (a log's tiles, perhaps
+    a mirror's): each a regular file no larger than its tile can be.
+
+    The loader raises OSError for an unreadable, linked, special or oversized file.
+    """
+    return lambda tile: read_bounded(directory / tile.path, tile.octets_max)
+
+
+def read_checkpoint_file(path: Path) -> str:
+    """A log directory's checkpoint file, bounded (:data:`CHECKPOINT_OCTETS_MAX`).
+
+    Raises:
+        OSError: unreadable, a link, not a regular file, or too large.
+        UnicodeDecodeError: not UTF-8.
+    """
+    return read_bounded(path, CHECKPOINT_OCTETS_MAX).decode("utf-8")
+
+
 def _read(path: Path, category: str) -> bytes:
     try:
-        return path.read_bytes()
+        return read_bounded(path, Tile(ENTRIES, 0).octets_max)
     except OSError as exc:
         raise VerificationError(
             f"cannot read: {exc.strerror}", where=str(path), category=category
@@ -217,7 +248,7 @@ def consistency(old_path: Path, new_path: Path, verifier: Verifier, tiles: Path)
     new = signed_checkpoint(
         _read(new_path, "malformed").decode("utf-8", "replace"), verifier, str(new_path)
     )
-    tree = TreeHashes(new.size, lambda tile: (tiles / tile.path).read_bytes())
+    tree = TreeHashes(new.size, stored_tiles(tiles))
     try:
         check_extends(old, new, tree, str(new_path))
     except (OSError, ValueError) as exc:

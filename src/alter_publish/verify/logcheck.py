@@ -37,7 +37,13 @@ from alter_publish.format.tlog import (
     verify_consistency,
     verify_inclusion,
 )
-from alter_publish.verify.logaudit import CHECKPOINT_FILE, check_extends, signed_checkpoint
+from alter_publish.verify.logaudit import (
+    CHECKPOINT_FILE,
+    check_extends,
+    read_checkpoint_file,
+    signed_checkpoint,
+    stored_tiles,
+)
 from alter_publish.verify.resolve import StubResolver
 
 LOG_FROM_DNS = "dns"
@@ -89,7 +95,7 @@ def fetch_checkpoint(
     if source.checkpoint != LOG_FROM_DNS:
         path = Path(source.checkpoint) / CHECKPOINT_FILE
         try:
-            return path.read_text(encoding="utf-8"), str(path)
+            return read_checkpoint_file(path), str(path)
         except (OSError, UnicodeDecodeError) as exc:
             raise _fail(f"cannot read: {exc}", str(path), "malformed") from exc
     owner = log_record_owner(source.verifier.name.removesuffix(LOG_ORIGIN_SUFFIX))
@@ -115,7 +121,7 @@ def check_envelope_in_log(
     index, size = envelope.log_size, checkpoint.size
     if index >= size:
         raise _fail(f"entry {index} is beyond the checkpoint of size {size}", where, "not-included")
-    tree = TreeHashes(size, lambda tile: (tiles / tile.path).read_bytes())
+    tree = TreeHashes(size, stored_tiles(tiles))
     entry = b"%s\x00%s" % (owner.encode("ascii"), envelope.to_text().encode("ascii"))
     try:
         path = inclusion_proof(tree.subtree, index, size)
@@ -161,7 +167,7 @@ def check_log(
         return checkpoint, "pinned"
     if (pinned.size, pinned.root) == (checkpoint.size, checkpoint.root):
         return checkpoint, "unchanged"
-    tree = TreeHashes(checkpoint.size, lambda tile: (source.tiles / tile.path).read_bytes())
+    tree = TreeHashes(checkpoint.size, stored_tiles(source.tiles))
     try:
         check_extends(pinned, checkpoint, tree, where)
     except (OSError, ValueError) as exc:
