@@ -120,6 +120,22 @@ def test_push_waits_for_every_name_server_and_proves_each(fleet: Fleet) -> None:
     assert f"{ZONE}: serial {serial} served by all 3 name server(s)" in pushed.stdout
     for server in fleet.servers:  # the primary's proof, then one per name server
         assert f"5/5 handles verified on {server.server_spec} (secure)" in pushed.stdout
+    # One handle edited: the primary (its plan read by zone transfer) is proven for it,
+    # each copy for every handle (a copy proven for one name only could serve stale or
+    # badly signed records for the rest at the same serial).
+    definition = fleet.ws.root / "zones" / f"{ZONE}.yaml"
+    text = definition.read_text(encoding="utf-8")
+    assert "  - ~drew\n" in text
+    definition.write_text(
+        text.replace("  - ~drew\n", "  - {handle: ~drew, resolver: 'https://drew.example/'}\n"),
+        encoding="utf-8",
+    )
+    fleet.ws.ok("sign", "--now", str(fleet.ws.now + 60), SIMULATED_TIME_FLAG)
+    again = fleet.push(*fleet.ns_args())
+    assert again.returncode == EXIT_OK, again.stdout + again.stderr
+    assert f"1/1 handles verified on {fleet.primary.server_spec} (secure)" in again.stdout
+    for server in fleet.servers[1:]:
+        assert f"5/5 handles verified on {server.server_spec} (secure)" in again.stdout
 
 
 def test_push_with_a_secondary_stopped_exits_7_naming_it(fleet: Fleet) -> None:

@@ -657,9 +657,14 @@ def push(
             where=where,
         )
 
-    changed = None if prove_all or not planned.pending else [c.owner for c in planned.changes]
+    # The primary is proven for the owners it changed only when the plan read after the
+    # updates came from a whole zone transfer (every alter1 record compared); copies and
+    # a primary without transfers are proven for every handle. Signatures on unchanged
+    # names are only checked with --prove-all.
+    narrow = not prove_all and planned.pending and after.enumeration == "axfr"
+    changed = [c.owner for c in planned.changes] if narrow else None
 
-    def prove(at: tuple[str, int]) -> VerifyReport:
+    def prove(at: tuple[str, int], owners: list[str] | None = None) -> VerifyReport:
         return verify(
             [definition],
             out=out,
@@ -667,10 +672,10 @@ def push(
             trust_anchors=trust_anchors,
             server=at,
             allow_insecure=allow_insecure,
-            owners=changed,
+            owners=owners,
         )
 
-    proof = prove(server)
+    proof = prove(server, changed)
     serial = primary_serial(spec, server, timeout=timeout)
     if not proof.ok:  # the primary is wrong: waiting for copies of it proves nothing
         fleet = ()
