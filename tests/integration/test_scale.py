@@ -96,6 +96,7 @@ def signed_twice(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, Path]:
     names = [ZONE] + [TIERS[n % len(TIERS)].format(n=n) for n in range(1, HANDLES)]
     _handle_keys(store, [parse_handle(f"~{name}").name for name in names])
     store.zones.generate(ZONE, now=NOW)
+    store.logs.signer(ZONE, create=True)  # one log key for both: it signs the checkpoint
     one = base / "one"
     shutil.copytree(two, one)
     for root, jobs in ((two, 2), (one, 1)):

@@ -175,6 +175,7 @@ SUMMARIES: Final = {
     ("log",): "Audit a zone's published transparency log.",
     ("log", "verify"): "Recompute a log's tiles and root; check its checkpoint.",
     ("log", "consistency"): "Check that a newer checkpoint extends an older one.",
+    ("log", "prove"): "Print an envelope's verified inclusion proof (tlog-proof).",
     ("log", "witness"): "Run a local witness (tlog-witness add-checkpoint).",
     ("log", "witness-keygen"): "Make a witness key; print its verifier key.",
     ("log", "cosign"): "Collect witness cosignatures into a checkpoint.",

@@ -8,6 +8,7 @@ set or the whole new one.
 from __future__ import annotations
 
 import json
+import os
 from collections.abc import Callable, Iterable, Iterator, Sequence
 from dataclasses import dataclass
 from pathlib import Path
@@ -30,7 +31,12 @@ from alter_publish.keys.lifecycle import revocations_path_for
 from alter_publish.outputset import OutputSet, Staging, sweep_links, sweep_stores
 from alter_publish.pipeline.context import RunContext
 from alter_publish.pipeline.paths import zone_outputs
-from alter_publish.pipeline.transparency import Publication, write_publication
+from alter_publish.pipeline.transparency import (
+    LOG_DIR,
+    Publication,
+    checkpoints_path_for,
+    write_publication,
+)
 
 
 @dataclass(frozen=True, slots=True)
@@ -221,8 +227,9 @@ _OUTPUT_ENDINGS = (
 
 def sweep_leftovers(out: Path, definitions: Sequence[Path]) -> list[Path]:
     """Remove what interrupted runs left: temporary files beside the files a run owns
-    (in the output directory; beside each definition: it, its state, log and revocations)
-    and generations of output sets never switched to.
+    (in the output directory and its zones' log tiles; beside each definition: it, its
+    state, log, checkpoint history and revocations) and generations of output sets never
+    switched to.
 
     Returns:
         What was removed.
@@ -236,12 +243,16 @@ def sweep_leftovers(out: Path, definitions: Sequence[Path]) -> list[Path]:
         for path in (definition, state_path_for(definition), log_path_for(definition)):
             names.add(path.name)
         names.add(revocations_path_for(definition).name)
+        names.add(checkpoints_path_for(definition).name)
     try:
         removed = sweep_temp_files(out, lambda name: name.endswith(_OUTPUT_ENDINGS))
         removed += sweep_stores(out)
         removed += sweep_links(out, lambda name: name.endswith(_OUTPUT_ENDINGS))
         for directory, names in owned.items():
             removed += sweep_temp_files(directory, names.__contains__)
+        for log in out.glob(f"*/{LOG_DIR}"):  # tiles and checkpoints: every name is ours
+            for folder, _, files in os.walk(log):
+                removed += sweep_temp_files(Path(folder), lambda _: True, files)
     except OSError as exc:
         raise RenderError(
             f"cannot remove what an interrupted run left: {exc.strerror}",
