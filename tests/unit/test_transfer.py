@@ -424,6 +424,46 @@ def test_at_most_99_unsigned_messages_in_a_row(unsigned: int, ok: bool) -> None:
         refused(build, "more than 99 unsigned", tsig=True)
 
 
+@pytest.mark.parametrize(
+    "question",
+    [
+        OTHER_WIRE + struct.pack("!HH", 252, IN),
+        ORIGIN_WIRE + struct.pack("!HH", 251, IN),
+        ORIGIN_WIRE + struct.pack("!HH", 252, 3),
+    ],
+)
+def test_another_question(question: bytes) -> None:
+    """dnspython refuses a response to another question; this reader skipped it."""
+
+    def build(ident: int, _mac: bytes) -> list[bytes]:
+        wire = message(ident, [soa(7), GOOD_TXT, soa(7)])
+        return [wire[:12] + question + wire[ANSWERS_AT:]]
+
+    refused(build, "another question")
+
+
+def test_an_opcode_other_than_query() -> None:
+    refused(one([soa(7), GOOD_TXT, soa(7)], flags=QR_AA | 0x2800), "answers another query")
+
+
+def test_a_closing_soa_that_differs_from_the_opening_one() -> None:
+    """Same serial, another refresh: dnspython refuses it; only the serial was compared."""
+    closing = soa(7)[:-16] + struct.pack("!IIII", 1, 600, 86400, 300)
+    refused(one([soa(7), GOOD_TXT, closing]), "closing SOA differs")
+
+
+def test_an_soa_whose_fields_do_not_fill_its_data() -> None:
+    opening = soa(7)
+    rdlength_at = len(ORIGIN_WIRE) + 8
+    longer = opening[:rdlength_at] + struct.pack("!H", len(opening) - rdlength_at - 2 + 1)
+    longer += opening[rdlength_at + 2 :] + b"\x00"
+    refused(one([longer, GOOD_TXT, soa(7)]), "do not fill its data")
+
+
+def test_a_txt_record_with_no_string() -> None:
+    refused(one([soa(7), record(ALTER, 16, b""), soa(7)]), "no string")
+
+
 # --- properties ---------------------------------------------------------------------
 
 

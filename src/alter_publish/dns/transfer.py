@@ -49,9 +49,13 @@ __all__ = [
 
 _HEADER: Final = struct.Struct("!HHHHHH")
 _RECORD: Final = struct.Struct("!HHIH")
+#: The question of an AXFR response after its name: type AXFR, class IN.
+_AXFR_IN: Final = struct.pack("!HH", int(dns.rdatatype.AXFR), int(dns.rdataclass.IN))
 _LENGTH: Final = struct.Struct("!H")
 _QR: Final = 0x8000
 _RCODE_MASK: Final = 0x000F
+#: The opcode bits; a response to a query (opcode 0) has them clear.
+_OPCODE_MASK: Final = 0x7800
 _POINTER: Final = 0xC0
 _POINTER_MASK: Final = 0x3FFF
 _TXT: Final = int(dns.rdatatype.TXT)
@@ -189,8 +193,10 @@ def _strings(rdata: bytes) -> tuple[bytes, ...]:
     """The character-strings of a TXT rdata.
 
     Raises:
-        ResolveError: a string runs past the rdata.
+        ResolveError: no string (RFC 1035 3.3.14: one or more), a string runs past the rdata.
     """
+    if not rdata:
+        raise ResolveError("a TXT record with no string in the transfer")
     found: list[bytes] = []
     pos = 0
     while pos < len(rdata):
@@ -213,6 +219,7 @@ class _Reader:
         self.tsig = tsig
         self.records: list[TransferredTxt] = []
         self.serial: int | None = None
+        self._soa_fields: tuple[bytes, bytes, bytes] | None = None
         self.done = False
         self._ctx: Any = None
         self._last_signed = False
@@ -230,7 +237,7 @@ class _Reader:
         if len(wire) < _HEADER.size:
             raise ResolveError("a transfer message shorter than its header")
         ident, flags, qdcount, ancount, nscount, arcount = _HEADER.unpack_from(wire)
-        if ident != self.query_id or not flags & _QR:
+        if ident != self.query_id or flags & (_QR | _OPCODE_MASK) != _QR:
             raise ResolveError("a transfer message that answers another query")
         if flags & _RCODE_MASK:
             rcode = dns.rcode.to_text(dns.rcode.Rcode(flags & _RCODE_MASK))
@@ -242,8 +249,8 @@ class _Reader:
 
     def _read(self, wire: bytes, qdcount: int, ancount: int, others: int) -> None:
         pos = _HEADER.size
-        for _ in range(qdcount):
-            pos = _name_end(wire, pos) + 4
+        if qdcount:
+            pos = self._question(wire, pos, qdcount)
         unpack = _RECORD.unpack_from
         for _ in range(ancount):
             owner_at = pos
@@ -267,6 +274,17 @@ class _Reader:
             pos = end
         self._tail(wire, pos, others)
 
+    def _question(self, wire: bytes, pos: int, qdcount: int) -> int:
+        """The offset past the question, which must be the zone's AXFR (as dnspython checks).
+
+        Raises:
+            ResolveError: another question.
+        """
+        end = _name_end(wire, pos) + 4
+        if qdcount != 1 or wire[end - 4 : end] != _AXFR_IN or _name_wire(wire, pos) != self.origin:
+            raise ResolveError("a transfer message with another question")
+        return end
+
     def _soa(self, wire: bytes, owner_at: int, rdclass: int, rdlength: int, end: int) -> None:
         if _name_wire(wire, owner_at) != self.origin:
             raise ResolveError("an SOA record of another zone in the transfer")
@@ -274,11 +292,22 @@ class _Reader:
             raise ResolveError("an SOA record of a class other than IN in the transfer")
         if rdlength < _SOA_RDATA_MIN:
             raise ResolveError("an SOA record too short for its fields in the transfer")
-        (serial,) = struct.unpack_from("!I", wire, end - _SERIAL_FROM_END)
+        mname_end = _name_end(wire, end - rdlength)
+        rname_end = _name_end(wire, mname_end)
+        if rname_end + _SERIAL_FROM_END != end:
+            raise ResolveError("an SOA record whose fields do not fill its data in the transfer")
+        fields = (
+            _name_wire(wire, end - rdlength),
+            _name_wire(wire, mname_end),
+            wire[rname_end + 4 : end],
+        )
+        (serial,) = struct.unpack_from("!I", wire, rname_end)
         if self.serial is None:
-            self.serial = serial
+            self.serial, self._soa_fields = serial, fields
         elif serial != self.serial:
             raise ResolveError("the zone changed during the transfer (two SOA serials)")
+        elif fields != self._soa_fields:
+            raise ResolveError("the closing SOA differs from the opening SOA")
         else:
             self.done = True
 
