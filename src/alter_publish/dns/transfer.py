@@ -8,13 +8,16 @@ with one ``struct`` call and its data is skipped unless it is a TXT record of cl
 whose owner is selected (an ``_alter`` owner name in the zone): only those owners are
 decompressed and their character-strings read.
 
-Nothing is trusted less than with dnspython's reader: the message id, the QR bit and
-the rcode of every message are checked, the transfer must begin with the zone's SOA
-and end with the same SOA, and with a TSIG key every signed message is validated by
-dnspython's TSIG code (``dns.tsig.validate``, the context carried across messages as
-RFC 8945 section 5.3.1 describes), the first and the last must be signed. The
-dnspython reader stays beside it as the reference (:func:`transfer_txt_reference`);
-a test checks they agree on a real server's transfer.
+Nothing is trusted less than with dnspython's reader: the message id, the QR bit, the
+opcode, the question and the rcode of every message are checked, names as dnspython
+reads them (pointers pointing back, labels of at most 63 octets, names of at most 255),
+the transfer must begin with the zone's SOA and end with the same SOA, and with a TSIG
+key every signed message is validated by dnspython's TSIG code (``dns.tsig.validate``,
+the context carried across messages as RFC 8945 section 5.3.1 describes), the first
+and the last must be signed, at most 99 unsigned in a row. Only the data of records it
+skips is not parsed (dnspython parses it all). The dnspython reader stays beside it as
+the reference (:func:`transfer_txt_reference`); tests check they agree on a real
+server's transfer and on made-up ones (``tests/unit/test_transfer.py``).
 """
 
 from __future__ import annotations
