@@ -8,13 +8,16 @@ with one ``struct`` call and its data is skipped unless it is a TXT record of cl
 whose owner is selected (an ``_alter`` owner name in the zone): only those owners are
 decompressed and their character-strings read.
 
-Nothing is trusted less than with dnspython's reader: the message id, the QR bit and
-the rcode of every message are checked, the transfer must begin with the zone's SOA
-and end with the same SOA, and with a TSIG key every signed message is validated by
-dnspython's TSIG code (``dns.tsig.validate``, the context carried across messages as
-RFC 8945 section 5.3.1 describes), the first and the last must be signed. The
-dnspython reader stays beside it as the reference (:func:`transfer_txt_reference`);
-a test checks they agree on a real server's transfer.
+Nothing is trusted less than with dnspython's reader: the message id, the QR bit, the
+opcode, the question and the rcode of every message are checked, names as dnspython
+reads them (pointers pointing back, labels of at most 63 octets, names of at most 255),
+the transfer must begin with the zone's SOA and end with the same SOA, and with a TSIG
+key every signed message is validated by dnspython's TSIG code (``dns.tsig.validate``,
+the context carried across messages as RFC 8945 section 5.3.1 describes), the first
+and the last must be signed, at most 99 unsigned in a row. Only the data of records it
+skips is not parsed (dnspython parses it all). The dnspython reader stays beside it as
+the reference (:func:`transfer_txt_reference`); tests check they agree on a real
+server's transfer and on made-up ones (``tests/unit/test_transfer.py``).
 """
 
 from __future__ import annotations
@@ -49,9 +52,13 @@ __all__ = [
 
 _HEADER: Final = struct.Struct("!HHHHHH")
 _RECORD: Final = struct.Struct("!HHIH")
+#: The question of an AXFR response after its name: type AXFR, class IN.
+_AXFR_IN: Final = struct.pack("!HH", int(dns.rdatatype.AXFR), int(dns.rdataclass.IN))
 _LENGTH: Final = struct.Struct("!H")
 _QR: Final = 0x8000
 _RCODE_MASK: Final = 0x000F
+#: The opcode bits; a response to a query (opcode 0) has them clear.
+_OPCODE_MASK: Final = 0x7800
 _POINTER: Final = 0xC0
 _POINTER_MASK: Final = 0x3FFF
 _TXT: Final = int(dns.rdatatype.TXT)
@@ -60,8 +67,16 @@ _TSIG: Final = int(dns.rdatatype.TSIG)
 _IN: Final = int(dns.rdataclass.IN)
 #: The SOA serial's offset from the end of the SOA rdata (serial refresh retry expire minimum).
 _SERIAL_FROM_END: Final = 20
-#: Compression pointers followed in one name before it is called a loop.
-_MAX_POINTERS: Final = 128
+#: A label's longest length; length octets 0x40-0xBF are not labels (RFC 1035 4.1.4, RFC 6891 5).
+_LABEL_MAX: Final = 63
+#: A name's longest wire, root label included (RFC 1035 section 3.1).
+_NAME_MAX: Final = 255
+#: SOA rdata's shortest: two names of at least the root label and five 32-bit numbers.
+_SOA_RDATA_MIN: Final = 2 + _SERIAL_FROM_END
+#: Unsigned messages allowed in a row between signed ones (RFC 8945 section 5.3.1).
+_UNSIGNED_MAX: Final = 99
+_BAD_LENGTH: Final = "a label length octet that is neither a length (0-63) nor a pointer"
+_TOO_LONG: Final = "a name over 255 octets in a transfer message"
 
 #: Names whose text is their labels joined by dots (nothing to escape).
 _PLAIN_NAME: Final = re.compile(rb"[a-z0-9_-]+(?:\.[a-z0-9_-]+)*")
@@ -84,37 +99,82 @@ class _Tsig:
     request_mac: bytes
 
 
+def _check_pointer(target: int, limit: int, wire: bytes) -> None:
+    """A compression pointer must point into the message, before ``limit``.
+
+    Raises:
+        ResolveError: it does not.
+    """
+    if target >= len(wire):
+        raise ResolveError("a compression pointer out of its transfer message")
+    if target >= limit:
+        raise ResolveError(
+            "a compression pointer that does not point back (a loop or a forward pointer)"
+        )
+
+
 def _name_end(wire: bytes, pos: int) -> int:
-    """The offset just past the (possibly compressed) name at ``pos``."""
+    """The offset just past the (possibly compressed) name at ``pos``.
+
+    Only what skipping needs is checked here (label length octets, a pointer pointing
+    before the name, an uncompressed name of at most 255 octets); names that are read
+    go through :func:`_name_wire`.
+
+    Raises:
+        ResolveError: a bad label length octet, a pointer that does not point back,
+            a name over 255 octets.
+        IndexError: the name runs past the message.
+    """
+    start = pos
     while True:
         length = wire[pos]
         if length == 0:
-            return pos + 1
+            break
         if length >= _POINTER:
+            _check_pointer(((length << 8) | wire[pos + 1]) & _POINTER_MASK, start, wire)
             return pos + 2
+        if length > _LABEL_MAX:
+            raise ResolveError(_BAD_LENGTH)
         pos += length + 1
+    if pos + 1 - start > _NAME_MAX:
+        raise ResolveError(_TOO_LONG)
+    return pos + 1
 
 
 def _name_wire(wire: bytes, pos: int) -> bytes:
     """The lower-cased uncompressed wire of the name at ``pos``.
 
+    As dnspython reads names: each compression pointer must point before the name
+    or pointer target it was found in (so no loop), a label length octet is at most
+    63, and the name at most 255 octets.
+
     Raises:
-        ResolveError: a pointer loop or a name running past the message.
+        ResolveError: a pointer loop or forward pointer, a pointer out of the
+            message, a bad label length octet, a name over 255 octets.
+        IndexError: the name runs past the message.
     """
     parts: list[bytes] = []
-    hops = 0
+    size = 0
+    limit = pos
     while True:
         length = wire[pos]
         if length == 0:
             parts.append(b"\x00")
             return b"".join(parts).lower()
         if length >= _POINTER:
-            hops += 1
-            if hops > _MAX_POINTERS:
-                raise ResolveError("compression pointer loop in a transfer message")
-            pos = ((length << 8) | wire[pos + 1]) & _POINTER_MASK
+            target = ((length << 8) | wire[pos + 1]) & _POINTER_MASK
+            _check_pointer(target, limit, wire)
+            pos = limit = target
             continue
-        parts.append(wire[pos : pos + length + 1])
+        if length > _LABEL_MAX:
+            raise ResolveError(_BAD_LENGTH)
+        label = wire[pos : pos + length + 1]
+        if len(label) != length + 1:
+            raise IndexError(pos)
+        parts.append(label)
+        size += length + 1
+        if size >= _NAME_MAX:
+            raise ResolveError(_TOO_LONG)
         pos += length + 1
 
 
@@ -136,8 +196,10 @@ def _strings(rdata: bytes) -> tuple[bytes, ...]:
     """The character-strings of a TXT rdata.
 
     Raises:
-        ResolveError: a string runs past the rdata.
+        ResolveError: no string (RFC 1035 3.3.14: one or more), a string runs past the rdata.
     """
+    if not rdata:
+        raise ResolveError("a TXT record with no string in the transfer")
     found: list[bytes] = []
     pos = 0
     while pos < len(rdata):
@@ -150,7 +212,8 @@ def _strings(rdata: bytes) -> tuple[bytes, ...]:
 
 
 class _Reader:
-    """Walks the messages of one transfer; keeps the selected TXT records."""
+    """Walks the messages of one transfer; keeps the TXT records in the zone that
+    ``select`` accepts (it never sees an owner outside the zone)."""
 
     def __init__(self, origin: bytes, query_id: int, select: Selector, tsig: _Tsig | None) -> None:
         self.origin = origin
@@ -159,10 +222,12 @@ class _Reader:
         self.tsig = tsig
         self.records: list[TransferredTxt] = []
         self.serial: int | None = None
+        self._soa_fields: tuple[bytes, bytes, bytes] | None = None
         self.done = False
         self._ctx: Any = None
         self._last_signed = False
         self._first = True
+        self._unsigned = 0
 
     def message(self, wire: bytes) -> None:
         """Read one message of the transfer.
@@ -175,7 +240,7 @@ class _Reader:
         if len(wire) < _HEADER.size:
             raise ResolveError("a transfer message shorter than its header")
         ident, flags, qdcount, ancount, nscount, arcount = _HEADER.unpack_from(wire)
-        if ident != self.query_id or not flags & _QR:
+        if ident != self.query_id or flags & (_QR | _OPCODE_MASK) != _QR:
             raise ResolveError("a transfer message that answers another query")
         if flags & _RCODE_MASK:
             rcode = dns.rcode.to_text(dns.rcode.Rcode(flags & _RCODE_MASK))
@@ -187,8 +252,8 @@ class _Reader:
 
     def _read(self, wire: bytes, qdcount: int, ancount: int, others: int) -> None:
         pos = _HEADER.size
-        for _ in range(qdcount):
-            pos = _name_end(wire, pos) + 4
+        if qdcount:
+            pos = self._question(wire, pos, qdcount)
         unpack = _RECORD.unpack_from
         for _ in range(ancount):
             owner_at = pos
@@ -201,25 +266,51 @@ class _Reader:
             if self.done:
                 raise ResolveError("records after the closing SOA")
             if rdtype == _SOA:
-                self._soa(wire, owner_at, end)
+                self._soa(wire, owner_at, rdclass, end - pos, end)
             elif self.serial is None:
                 raise ResolveError("the transfer does not begin with the zone's SOA")
             elif rdtype == _TXT and rdclass == _IN:
                 owner = _name_wire(wire, owner_at)
-                if self.select(owner):
+                if is_in_zone(owner, label_starts(owner), self.origin) and self.select(owner):
                     text = _owner_text(owner)
                     self.records.append(TransferredTxt(text, ttl, _strings(wire[pos:end])))
             pos = end
         self._tail(wire, pos, others)
 
-    def _soa(self, wire: bytes, owner_at: int, end: int) -> None:
+    def _question(self, wire: bytes, pos: int, qdcount: int) -> int:
+        """The offset past the question, which must be the zone's AXFR (as dnspython checks).
+
+        Raises:
+            ResolveError: another question.
+        """
+        end = _name_end(wire, pos) + 4
+        if qdcount != 1 or wire[end - 4 : end] != _AXFR_IN or _name_wire(wire, pos) != self.origin:
+            raise ResolveError("a transfer message with another question")
+        return end
+
+    def _soa(self, wire: bytes, owner_at: int, rdclass: int, rdlength: int, end: int) -> None:
         if _name_wire(wire, owner_at) != self.origin:
             raise ResolveError("an SOA record of another zone in the transfer")
-        (serial,) = struct.unpack_from("!I", wire, end - _SERIAL_FROM_END)
+        if rdclass != _IN:
+            raise ResolveError("an SOA record of a class other than IN in the transfer")
+        if rdlength < _SOA_RDATA_MIN:
+            raise ResolveError("an SOA record too short for its fields in the transfer")
+        mname_end = _name_end(wire, end - rdlength)
+        rname_end = _name_end(wire, mname_end)
+        if rname_end + _SERIAL_FROM_END != end:
+            raise ResolveError("an SOA record whose fields do not fill its data in the transfer")
+        fields = (
+            _name_wire(wire, end - rdlength),
+            _name_wire(wire, mname_end),
+            wire[rname_end + 4 : end],
+        )
+        (serial,) = struct.unpack_from("!I", wire, rname_end)
         if self.serial is None:
-            self.serial = serial
+            self.serial, self._soa_fields = serial, fields
         elif serial != self.serial:
             raise ResolveError("the zone changed during the transfer (two SOA serials)")
+        elif fields != self._soa_fields:
+            raise ResolveError("the closing SOA differs from the opening SOA")
         else:
             self.done = True
 
@@ -248,16 +339,19 @@ class _Reader:
         if tsig_at is None:
             if first:
                 raise ResolveError("the first transfer message is not TSIG-signed")
+            self._unsigned += 1
+            if self._unsigned > _UNSIGNED_MAX:
+                raise ResolveError(f"more than {_UNSIGNED_MAX} unsigned transfer messages in a row")
             self._ctx.update(wire)  # unsigned messages between signed ones (RFC 8945 5.3.1)
             self._last_signed = False
             return
-        owner, used = dns.name.from_wire(wire, tsig_at)
-        header_at = tsig_at + used
-        rdlength = _LENGTH.unpack_from(wire, header_at + 8)[0]
-        rdata = dns.rdata.from_wire(
-            dns.rdataclass.ANY, dns.rdatatype.TSIG, wire, header_at + 10, rdlength
-        )
         try:
+            owner, used = dns.name.from_wire(wire, tsig_at)
+            header_at = tsig_at + used
+            rdlength = _LENGTH.unpack_from(wire, header_at + 8)[0]
+            rdata = dns.rdata.from_wire(
+                dns.rdataclass.ANY, dns.rdatatype.TSIG, wire, header_at + 10, rdlength
+            )
             self._ctx = dns.tsig.validate(  # type: ignore[no-untyped-call]  # dnspython untyped
                 wire,
                 self.tsig.key,
@@ -269,9 +363,10 @@ class _Reader:
                 self._ctx,
                 True,
             )
-        except dns.exception.DNSException as exc:
+        except (dns.exception.DNSException, ValueError) as exc:
             raise ResolveError(f"a transfer message fails its TSIG check: {exc}") from exc
         self._last_signed = True
+        self._unsigned = 0
 
     def finish(self) -> None:
         """Check the transfer ended as it must.
@@ -343,12 +438,7 @@ def transfer_txt(
     wire = query.to_wire()
     if keyring is not None and keyname is not None and query.mac is not None:
         tsig = _Tsig(keyring[keyname], query.mac)
-    origin_wire = _wire(origin)
-
-    def in_zone(owner: bytes) -> bool:
-        return is_in_zone(owner, label_starts(owner), origin_wire) and select(owner)
-
-    reader = _Reader(origin_wire, query.id, in_zone, tsig)
+    reader = _Reader(_wire(origin), query.id, select, tsig)
     deadline = time.monotonic() + lifetime
     host, port = server
     family = socket.AF_INET6 if ":" in host else socket.AF_INET
