@@ -93,10 +93,11 @@ class WorldFleet:
     key_file: Path
     anchor: Path
     hierarchy: Hierarchy
+    addresses: tuple[str, ...]
 
     @property
     def specs(self) -> tuple[str, ...]:
-        return tuple(s.server_spec for s in (self.primary, self.nsd, self.knot))
+        return tuple(f"{address}:{DNS_PORT}" for address in self.addresses)
 
     def push(self, *extra: str) -> subprocess.CompletedProcess[str]:
         ns = [arg for spec in self.specs for arg in ("--ns", spec)]
@@ -131,8 +132,7 @@ class WorldFleet:
 
     def sign(self, resolver: str) -> None:
         definition = self.ws.root / "zones" / f"{ZONE}.yaml"
-        addresses = tuple(s.address[0] for s in (self.primary, self.nsd, self.knot))
-        definition.write_text(_definition(addresses, resolver), encoding="utf-8")
+        definition.write_text(_definition(self.addresses, resolver), encoding="utf-8")
         self.ws.ok("sign", "--now", str(self.ws.now))
 
 
@@ -188,7 +188,7 @@ def world_fleet(hierarchy_lab: HierarchyLab, tmp_path: Path) -> Iterator[WorldFl
                 hierarchy = hierarchy_lab.set_delegation(
                     Delegation(ns=tuple(zip(NAMES, addresses, strict=True)), ds=ds)
                 )
-                yield WorldFleet(primary, nsd, knot, ws, key_file, anchor, hierarchy)
+                yield WorldFleet(primary, nsd, knot, ws, key_file, anchor, hierarchy, addresses)
     finally:
         hierarchy_lab.apply(Scenario.ALL_GOOD)
         _delete_loopback_addresses(added)
