@@ -19,7 +19,7 @@ from pathlib import Path
 
 import pytest
 
-from alter_publish.errors import EXIT_DRIFT, EXIT_OK
+from alter_publish.errors import EXIT_DRIFT, EXIT_OK, EXIT_VERIFICATION
 from alter_publish.pipeline.clock import SIMULATED_TIME_FLAG
 from tests.integration.hierarchy import (
     DNS_PORT,
@@ -40,6 +40,8 @@ NAMES = ("ns1.example.com.", "ns2.example.com.", "ns3.example.com.")
 OCTETS = (6, 7, 8)
 #: How long the push that finds a secondary stopped waits for it.
 SHORT_WAIT_SECONDS = 2
+#: How long a restarted secondary may take to transfer the zone.
+CATCH_UP_SECONDS = 10
 
 
 def _definition(addresses: tuple[str, ...], resolver: str) -> str:
@@ -199,18 +201,43 @@ def test_push_converges_the_fleet_and_check_passes(world_fleet: WorldFleet) -> N
     assert pushed.returncode == EXIT_OK, pushed.stdout + pushed.stderr
     assert "served by all 3 name server(s)" in pushed.stdout
     checked = world_fleet.check("--primary", world_fleet.primary.server_spec)
+    # Before --primary: "No such option: --primary" (exit 2).
     assert checked.returncode == EXIT_OK, checked.stdout + checked.stderr
-    assert "0 finding(s)" in checked.stdout, checked.stdout
+    assert "3 name server address(es) and 1 of the parent com. checked; 0 finding(s)" in (
+        checked.stdout
+    )
+    # Without it, check expects sign's serial and DS: the primary signs with its own.
+    unaware = world_fleet.check()
+    assert unaware.returncode == EXIT_VERIFICATION, unaware.stdout + unaware.stderr
+    assert "error ds-mismatch at ns1.nic.com." in unaware.stdout
+    assert unaware.stdout.count("converging serial-behind at ns") == 3
 
 
-def test_a_stopped_secondary_is_converging_exit_7_naming_it(world_fleet: WorldFleet) -> None:
+def test_a_stopped_secondary_push_exits_7_and_check_1_naming_it(world_fleet: WorldFleet) -> None:
+    """A stopped secondary: ``push`` gives up after ``--wait``, exit 7 (it may yet catch
+    up); ``check`` reports it ``unreachable``, an error, exit 1: a server that does not
+    answer is not converging (docs/after-publishing.md). Started again, it transfers
+    the zone and ``check`` passes."""
     assert world_fleet.push().returncode == EXIT_OK
     stopped = world_fleet.knot
+    where = f"ns3.example.com. ({world_fleet.addresses[2]})"
     stopped.stop()
     world_fleet.sign("https://mcp.example.com/blake-new")
     pushed = world_fleet.push("--wait", str(SHORT_WAIT_SECONDS))
     assert pushed.returncode == EXIT_DRIFT, pushed.stdout + pushed.stderr
-    checked = world_fleet.check("--primary", world_fleet.primary.server_spec)
-    print(checked.stdout, checked.stderr)
-    assert checked.returncode == EXIT_DRIFT, checked.stdout + checked.stderr
-    assert stopped.address[0] in checked.stdout
+    assert f"{world_fleet.addresses[2]} gives no serial (no answer)" in pushed.stderr
+    primary = world_fleet.primary.server_spec
+    checked = world_fleet.check("--primary", primary)
+    assert checked.returncode == EXIT_VERIFICATION, checked.stdout + checked.stderr
+    findings = [line for line in checked.stdout.splitlines() if " at " in line]
+    assert findings == [
+        f"example.com: error unreachable at {where}: no answer from "
+        f"{world_fleet.specs[2]} within 1 s"
+    ], checked.stdout
+    stopped.start()
+    serial = world_fleet.primary.soa_serial()
+    deadline = time.monotonic() + CATCH_UP_SECONDS
+    while stopped.soa_serial() != serial and time.monotonic() < deadline:
+        time.sleep(0.2)
+    checked = world_fleet.check("--primary", primary)
+    assert checked.returncode == EXIT_OK, checked.stdout + checked.stderr
