@@ -13,6 +13,7 @@ import dataclasses
 import dns.dnssec
 import dns.name
 import dns.rdatatype
+from dns.dnssectypes import DSDigest
 from dns.rdtypes.ANY.DNSKEY import DNSKEY
 from dns.rdtypes.dnskeybase import Flag
 
@@ -21,8 +22,8 @@ from alter_publish.dns.iterate import ask_server
 from alter_publish.errors import ResolveError
 from alter_publish.verify.world import Expected, answer_of, ds_text
 
-#: The DS digest type expected when ``build/<zone>.ds`` names none (SHA-256).
-DEFAULT_DIGEST_TYPE = 2
+#: The DS digest type expected when ``build/<zone>.ds`` names none.
+DEFAULT_DIGEST_TYPE = DSDigest.SHA256
 
 
 def primary_expected(
@@ -45,16 +46,20 @@ def primary_expected(
     host, port = primary
     where = f"primary {host}:{port}"
     apex = dns.name.from_text(origin)
-    soa = answer_of(ask_server(primary, apex, dns.rdatatype.SOA, timeout=timeout), apex, 6)
+    soa = answer_of(
+        ask_server(primary, apex, dns.rdatatype.SOA, timeout=timeout), apex, dns.rdatatype.SOA
+    )
     if soa is None:
         raise ResolveError(f"serves no SOA for {origin}", where=where)
-    served = answer_of(ask_server(primary, apex, dns.rdatatype.DNSKEY, timeout=timeout), apex, 48)
+    served = answer_of(
+        ask_server(primary, apex, dns.rdatatype.DNSKEY, timeout=timeout), apex, dns.rdatatype.DNSKEY
+    )
     keys = [key for key in served or () if isinstance(key, DNSKEY)]
     if not keys:
         raise ResolveError(f"serves no DNSKEY for {origin}", where=where)
     sep = tuple(key for key in keys if key.flags & Flag.SEP) or tuple(keys)
     digests = sorted(
-        {ds.digest_type for anchor in expected.anchors for ds in anchor.ds}
+        {DSDigest(ds.digest_type) for anchor in expected.anchors for ds in anchor.ds}
         or {DEFAULT_DIGEST_TYPE}
     )
     ds = tuple(dns.dnssec.make_ds(apex, key, digest) for key in sep for digest in digests)
