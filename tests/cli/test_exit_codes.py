@@ -33,6 +33,7 @@ NETWORK = [
         ("push", ZONE, "--server", "{server}", "--tsig-key", "tsig.key", *DS, *WRITE_AT, *FAST),
         id="push",
     ),
+    pytest.param(("check", ZONE, "--primary", "{server}", *AT, *FAST), id="check-primary"),
 ]
 
 USAGE = [
@@ -49,6 +50,7 @@ USAGE = [
     pytest.param(("revoke", "~drew", "--zone", ZONE, "--epoch", "0", *WRITE_AT), id="revoke"),
     pytest.param(("plan", ZONE, "--server", "nowhere"), id="plan"),
     pytest.param(("push", ZONE, "--server", "127.0.0.1:53"), id="push"),
+    pytest.param(("check", ZONE, "--primary", "nowhere"), id="check-primary"),
     pytest.param(("export", ZONE, "--format", "zonefile"), id="export"),
     pytest.param(("keys", "status", "--now", "-1"), id="keys-status"),
     pytest.param(("dnssec", "keygen", "bad zone!"), id="dnssec-keygen"),

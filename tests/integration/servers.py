@@ -1007,6 +1007,8 @@ class Named(AuthoritativeServer):
         if self.notify:
             targets = " ".join(f"{host} port {port}{key};" for host, port in self.notify)
             zone += ["notify explicit;", "notify-delay 0;", f"also-notify {{ {targets} }};"]
+            # From the address it listens on: a secondary takes NOTIFY from its primary only.
+            zone.append(f"notify-source {self._host};")
         return zone
 
 

@@ -49,6 +49,15 @@ def check(
             help="Seconds to wait for each try of each question (two tries over UDP).",
         ),
     ] = WORLD_TIMEOUT_SECONDS,
+    primary: Annotated[
+        str | None,
+        typer.Option(
+            "--primary",
+            metavar="HOST:PORT",
+            help="The zone is signed by this primary (as push publishes it): expect its "
+            "serial and the DS of its keys, not sign's.",
+        ),
+    ] = None,
     out: OutOption = None,
     keys: KeysOption = None,
     now: NowOption = None,
@@ -65,6 +74,7 @@ def check(
         anchors=read_trust_anchors(trust_anchor) if trust_anchor else default_root_anchors(),
         resolvers=[parse_hostport(text) for text in resolver or []],
         timeout=timeout,
+        primary=parse_hostport(primary) if primary else None,
     )
     if as_json:
         emit_json(report.to_mapping())

@@ -24,6 +24,7 @@ from alter_publish.errors import EXIT_DRIFT, EXIT_OK, EXIT_VERIFICATION, RenderE
 from alter_publish.keys.store import KeyStore
 from alter_publish.pipeline.paths import current_outputs, ds_path, output_paths
 from alter_publish.pipeline.verification import expectations_for
+from alter_publish.pipeline.worldprimary import primary_expected
 from alter_publish.verify.dane import lookup_from_root
 from alter_publish.verify.delegation import check_parent
 from alter_publish.verify.world import (
@@ -93,21 +94,26 @@ def check_world(
     resolvers: Sequence[tuple[str, int]] = (),
     port: int = 53,
     timeout: float = WORLD_TIMEOUT_SECONDS,
+    primary: tuple[str, int] | None = None,
 ) -> WorldReport:
     """Check the zone of ``definition`` as the world sees it (see the module): its servers
     found from the root ``hints``, its chain of trust walked from ``anchors``.
 
     ``port`` is where name servers are asked (53); ``timeout`` bounds each try of each
-    question.
+    question. With ``primary`` (a zone ``push`` publishes, signed by its primary), the
+    serial and the DS expected are those the primary serves (:func:`primary_expected`).
 
     Raises:
         DefinitionError: the definition is wrong.
         RenderError: ``sign`` has not written the zone's outputs and state yet.
-        ResolveError: no server on the way from the root answers.
+        ResolveError: no server on the way from the root answers, or the primary does
+            not.
         KeyStoreError: the zone key index is unreadable.
     """
     spec = load_zone(definition)
     expected = _expected(spec, out, keys)
+    if primary is not None:
+        expected = primary_expected(expected, spec.origin, primary, timeout=timeout)
     prober = Prober(port=port, timeout=timeout)
     located = locate(spec.origin, spec.ns, expected.glue, hints, prober)
     signed = spec.dnssec.enabled
