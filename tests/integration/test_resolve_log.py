@@ -189,8 +189,7 @@ def test_a_policy_quorum_is_required_and_only_met_checkpoints_are_pinned(
     try:
         policy = tmp_path / "policy"
         policy.write_text(
-            f"log {served.signer.verifier.to_text()}\n"
-            f"witness w1 {vkey} {witness.url}\nquorum w1\n",
+            f"log {served.signer.verifier.to_text()}\nwitness w1 {vkey} {witness.url}\nquorum w1\n",
             encoding="utf-8",
         )
         log = tmp_path / "log"

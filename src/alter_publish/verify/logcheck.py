@@ -147,7 +147,8 @@ def check_log(
     pinned: Checkpoint | None,
 ) -> tuple[Checkpoint, str | None]:
     """The checkpoint ``note`` (its text, where read) checked: signature, the policy's
-    quorum of cosignatures (with ``source.policy``), the envelope's inclusion, and (with ``pinned``, the last one remembered) that it extends that one.
+    quorum of cosignatures (with ``source.policy``), the envelope's inclusion, and (with
+    ``pinned``, the last one remembered) that it extends that one.
 
     Returns:
         The checkpoint and the pin change (``pinned``, ``advanced``, ``unchanged``;
