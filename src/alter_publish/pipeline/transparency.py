@@ -226,11 +226,19 @@ def write_publication(publication: Publication) -> list[str]:
     tiles += _write_partials(publication)
     if tiles:
         written.append(f"{directory}/tile ({tiles} tiles)")
-    if publication.notes:
-        latest = publication.notes[-1].encode()
-        if atomic_write_bytes(directory / CHECKPOINT_FILE, latest):
-            written.append(str(directory / CHECKPOINT_FILE))
+    if publication.notes and not _holds(directory / CHECKPOINT_FILE, publication.notes[-1]):
+        atomic_write_bytes(directory / CHECKPOINT_FILE, publication.notes[-1].encode())
+        written.append(str(directory / CHECKPOINT_FILE))
     return written
+
+
+def _holds(path: Path, note: str) -> bool:
+    """Whether ``path`` holds ``note``, bare or with cosignature lines after its own
+    (``sign`` cosigns after committing: a later run keeps those cosignatures)."""
+    try:
+        return path.read_bytes().startswith(note.encode())
+    except OSError:
+        return False
 
 
 def _write_partials(publication: Publication) -> int:
