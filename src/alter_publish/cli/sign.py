@@ -224,6 +224,7 @@ def verify(
     server: VerifyServerOption = None,
     allow_insecure: VerifyInsecureOption = False,
     root_hints: RootHintsOption = None,
+    keys: KeysOption = None,
     as_json: JsonOption = False,
 ) -> None:
     """Prove already-rendered output: serve it on loopback (or ask --server) and verify it."""
@@ -232,14 +233,16 @@ def verify(
     if allow_insecure:
         warn("--allow-insecure: accepting answers without DNSSEC validation")
     zone_files = find_zone_files(zones or [])
+    where = workspace_for(zone_files)
     report = pipeline.verify(
         zone_files,
-        out=workspace_for(zone_files).out(out),
+        out=where.out(out),
         now=clock_now(now),
         trust_anchors=trust_anchor,
         server=parse_hostport(server) if server else None,
         allow_insecure=allow_insecure,
         root_hints=root_hints_from(root_hints) if server else None,
+        log_keys=keystore(where.keys(keys)).logs,
     )
     for warning in report.warnings:
         warn(f"WARNING: {warning}")
