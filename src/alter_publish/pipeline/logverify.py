@@ -1,6 +1,7 @@
 """``verify``'s check of a zone's published transparency log: the ``_alter-log.<zone>.``
 record in the zone file is the log-signed checkpoint of ``<out>/<zone>/log/checkpoint``
-(the same body and the log key's signature line; the file may add witness
+(the same body and the same signature lines named by the log's origin: the log key's,
+and the retired key's on a rotated key's first checkpoint; the file may add witness
 cosignatures, which come after the zone is signed), signed by the zone's log key, and
 the log directory's tiles and entry bundles give that checkpoint
 (:func:`alter_publish.verify.logaudit.audit_log`).
@@ -68,11 +69,7 @@ def check_published_log(
     signed_checkpoint(record, verifier, owner)
     audit = audit_log(directory, verifier)
     published = Note.parse(path.read_text(encoding="utf-8"))
-    own = tuple(
-        line
-        for line in published.signatures
-        if (line.name, line.key_id) == (verifier.name, verifier.key_id)
-    )
+    own = tuple(line for line in published.signatures if line.name == verifier.name)
     if Note(published.text, own).to_text() != Note.parse(record).to_text():
         raise VerificationError(
             f"the record is not the log-signed checkpoint of {path}",

@@ -217,7 +217,9 @@ def _check_log(
     if log_keys is None:
         return
     verifier: Verifier | None = None
-    if log_keys.exists(spec.origin):
+    if (retired := log_keys.handover(spec.origin)) is not None:
+        verifier = retired.verifier  # rotated, and the new key has signed no checkpoint yet
+    elif log_keys.exists(spec.origin):
         verifier = log_keys.signer(spec.origin, create=False).verifier
     check_published_log(zone, spec.origin, out, verifier)
 
