@@ -24,8 +24,10 @@ from alter_publish.format.note import Note, Signer
 from alter_publish.format.tiles import TreeHashes
 from alter_publish.format.tlog import Checkpoint, TlogProof
 from alter_publish.keys.logkey import LogKeyStore, log_origin
+from tests.cli.workspace import Workspace
 from tests.integration.test_golden_outputs import NOW, _workspace
 from tests.integration.test_transparency import _sign
+from tests.integration.test_witness import _keygen, _start, _stop
 
 ZONE = "example.com"
 
@@ -174,3 +176,36 @@ def test_each_tampering_is_caught_with_its_category(
     assert "Traceback" not in result.stderr
     assert pins.read_bytes() == before  # nothing pinned from a refused checkpoint
     shutil.rmtree(forged)
+
+
+def test_a_policy_quorum_is_required_and_only_met_checkpoints_are_pinned(
+    served: Served, tmp_path: Path
+) -> None:
+    """``--policy``: a checkpoint without the quorum's cosignatures is ``quorum-not-met``
+    (one line, exit 1) and is not pinned; once a real witness process cosigned it, it
+    resolves and is pinned."""
+    key, vkey = _keygen(tmp_path, "witness.example/w1")
+    witness = _start(key, vkey, tmp_path / "state", log=served.signer.verifier.to_text())
+    try:
+        policy = tmp_path / "policy"
+        policy.write_text(
+            f"log {served.signer.verifier.to_text()}\nwitness w1 {vkey} {witness.url}\nquorum w1\n",
+            encoding="utf-8",
+        )
+        log = tmp_path / "log"
+        shutil.copytree(served.log, log)
+        pins = tmp_path / "pins.json"
+        refused = _resolve(served, str(log), "--policy", str(policy), "--pin-store", str(pins))
+        assert refused.returncode == EXIT_VERIFICATION, refused.stderr
+        assert len(refused.stderr.strip().splitlines()) == 1, refused.stderr
+        assert "quorum-not-met:" in refused.stderr
+        assert not pins.exists()  # nothing pinned from a checkpoint short of the quorum
+        dns = _resolve(served, "dns", "--log-tiles", str(log), "--policy", str(policy))
+        assert dns.returncode == 2, dns.stderr
+        cosign = Workspace(tmp_path).run("log", "cosign", str(log), "--policy", str(policy))
+        assert cosign.returncode == 0, cosign.describe()
+        done = _resolve(served, str(log), "--policy", str(policy), "--pin-store", str(pins))
+        assert done.returncode == 0, done.stderr
+        assert "checkpoint pinned" in done.stdout
+    finally:
+        _stop(witness)

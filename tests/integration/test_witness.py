@@ -63,11 +63,12 @@ def _keygen(tmp_path: Path, name: str) -> tuple[Path, str]:
     return key, json.loads(result.stdout)["vkey"]
 
 
-def _start(key: Path, vkey: str, state: Path, now: int = NOW) -> Running:
+def _start(key: Path, vkey: str, state: Path, now: int = NOW, log: str | None = None) -> Running:
+    log = LOG.verifier.to_text() if log is None else log
     process = subprocess.Popen(
         [
             *(sys.executable, "-m", "alter_publish", "log", "witness", "--key", str(key)),
-            *("--state", str(state), "--log", LOG.verifier.to_text(), "--now", str(now)),
+            *("--state", str(state), "--log", log, "--now", str(now)),
         ],
         stderr=subprocess.PIPE,
         text=True,

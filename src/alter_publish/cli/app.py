@@ -111,6 +111,7 @@ log_app.command("witness")(witness.log_witness)
 log_app.command("witness-keygen")(witness.log_witness_keygen)
 log_app.command("cosign")(witness.log_cosign)
 log_app.command("prove")(log.log_prove)
+log_app.command("rotate-key")(log.log_rotate_key)
 
 
 def _version_callback(value: bool) -> None:
@@ -179,6 +180,7 @@ SUMMARIES: Final = {
     ("log", "witness"): "Run a local witness (tlog-witness add-checkpoint).",
     ("log", "witness-keygen"): "Make a witness key; print its verifier key.",
     ("log", "cosign"): "Collect witness cosignatures into a checkpoint.",
+    ("log", "rotate-key"): "Make a new log key; the next checkpoint is signed by both.",
     ("dnssec",): "Zone DNSSEC keys, rollovers and the DS for the parent.",
     ("dnssec", "keygen"): "Create a zone's KSK and ZSK and print the DS.",
     ("dnssec", "ds"): "Print the zone's DNSSEC keys and the DS records.",

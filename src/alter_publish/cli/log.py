@@ -1,5 +1,5 @@
 """``log verify``, ``log consistency`` and ``log prove``: audit a zone's published
-transparency log."""
+transparency log; ``log rotate-key``: a new log key."""
 
 from __future__ import annotations
 
@@ -141,3 +141,21 @@ def log_prove(
         emit_json({"ok": True, **found.to_mapping()})
         return
     typer.echo(found.proof, nl=False)
+
+
+def log_rotate_key(
+    zone: Annotated[str, typer.Argument(help="The zone (its name or definition file).")],
+    keys: KeysOption = None,
+    zones_dir: ZonesDirOption = None,
+    json_output: JsonOption = False,
+) -> None:
+    """Make a new log key (the origin stays); the next checkpoint is signed by both keys."""
+    definition, store = definition_and_keys(zone, zones_dir, keys)
+    origin = load_zone(definition).origin
+    old = store.logs.signer(origin, create=False).verifier.to_text()
+    new = store.logs.rotate(origin).verifier.to_text()
+    if json_output:
+        emit_json({"ok": True, "zone": origin, "old": old, "new": new})
+        return
+    typer.echo(f"{origin}: new log key {new}")
+    typer.echo(f"{origin}: retired {old}; the next checkpoint is signed by both")

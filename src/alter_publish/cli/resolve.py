@@ -35,6 +35,7 @@ from alter_publish.dns.tcpservice import (
 from alter_publish.errors import EXIT_VERIFICATION, UsageError, VerificationError
 from alter_publish.format.handles import AlterURI, parse_reference
 from alter_publish.format.recordtext import record_owner, verify_pasted
+from alter_publish.verify.logaudit import load_policy
 from alter_publish.verify.logcheck import LOG_FROM_DNS, LogSource
 from alter_publish.verify.pinning import PinnedResult, resolve_pinned
 from alter_publish.verify.resolve import DEFAULT_TIMEOUT_SECONDS
@@ -84,19 +85,37 @@ LogTilesOption = Annotated[
     Path | None,
     typer.Option("--log-tiles", help="The tile directory the proofs are made from (--log dns)."),
 ]
+LogPolicyOption = Annotated[
+    Path | None,
+    typer.Option(
+        "--policy",
+        help="A tlog-policy file (--log DIR): the checkpoint's cosignatures must meet its "
+        "quorum; with --pin-store only such checkpoints are pinned.",
+    ),
+]
 
 
-def _log_source(log: str | None, key: str | None, tiles: Path | None) -> LogSource | None:
-    """What ``--log``, ``--log-key`` and ``--log-tiles`` ask for."""
+def _log_source(
+    log: str | None, key: str | None, tiles: Path | None, policy: Path | None
+) -> LogSource | None:
+    """What ``--log``, ``--log-key``, ``--log-tiles`` and ``--policy`` ask for."""
     if log is None:
-        if key is not None or tiles is not None:
-            raise UsageError("--log-key and --log-tiles go with --log")
+        if key is not None or tiles is not None or policy is not None:
+            raise UsageError("--log-key, --log-tiles and --policy go with --log")
         return None
     if key is None:
         raise UsageError("--log needs --log-key (the log's verifier key)")
     if log == LOG_FROM_DNS and tiles is None:
         raise UsageError("--log dns needs --log-tiles (the proofs are made from the tiles)")
-    return LogSource(log, tiles if tiles is not None else Path(log), log_verifier(key))
+    if log == LOG_FROM_DNS and policy is not None:
+        # The _alter-log record is the log-signed checkpoint: cosignatures come later.
+        raise UsageError("--policy needs --log DIR (the DNS checkpoint carries no cosignatures)")
+    return LogSource(
+        log,
+        tiles if tiles is not None else Path(log),
+        log_verifier(key),
+        None if policy is None else load_policy(policy),
+    )
 
 
 def resolve(
@@ -113,6 +132,7 @@ def resolve(
     log: LogOption = None,
     log_key: LogKeyOption = None,
     log_tiles: LogTilesOption = None,
+    policy: LogPolicyOption = None,
     as_json: JsonOption = False,
 ) -> None:
     """Resolve and verify a handle against any name server (spec section 7).
@@ -123,7 +143,7 @@ def resolve(
     mark AD is warned about.
     """
     target = parse_reference(reference)
-    source = _log_source(log, log_key, log_tiles)
+    source = _log_source(log, log_key, log_tiles, policy)
     moment = write_now(now, allow_simulated_time) if pin_store else clock_now(now)
     if allow_insecure:
         warn("--allow-insecure: accepting answers without DNSSEC validation")

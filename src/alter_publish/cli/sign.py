@@ -34,6 +34,7 @@ from alter_publish.cli.progress import progress_for
 from alter_publish.definition.workspace import find_zone_files, workspace_for
 from alter_publish.errors import EXIT_DRIFT, EXIT_VERIFICATION, UsageError
 from alter_publish.parallel import default_jobs
+from alter_publish.publish.witnessing import ZoneCosign, cosign_signed
 
 #: ``sign --check`` prints at most this many changes per zone (``--json`` lists all).
 MAX_CHANGE_LINES = 50
@@ -131,7 +132,9 @@ def sign(
             progress=progress,
             incremental=not full,
         )
-    _print_signed(report, as_json)
+    cosigned = cosign_signed(report, where.out(out))
+    _print_signed(report, as_json, cosigned)
+    _check_cosigned(cosigned)
     if not report.proven:
         failed = sum(len(z.proof.failures) for z in report.zones if z.proof)
         fail(EXIT_VERIFICATION, f"proof failed for {failed} handle(s); no output was written")
@@ -140,16 +143,44 @@ def sign(
         fail(EXIT_DRIFT, f"--check: {count} output file(s) would change; run sign")
 
 
-def _print_signed(report: pipeline.SignReport, as_json: bool) -> None:
+def _print_signed(
+    report: pipeline.SignReport, as_json: bool, cosigned: tuple[ZoneCosign, ...] = ()
+) -> None:
     for warning in report.warnings:
         warn(f"WARNING: {warning}")
     if as_json:
-        emit_json(report.to_mapping())
+        extra = {"cosign": [zone.to_mapping() for zone in cosigned]} if cosigned else {}
+        emit_json(report.to_mapping() | extra)
     for zone in report.zones:
         if zone.proof is not None:
             print_proof_failures(zone.proof)
         if not as_json:
             _print_zone(report, zone)
+    for cosign in () if as_json else cosigned:
+        if cosign.outcomes:
+            names = ", ".join(cosign.cosigners) or "no witness"
+            typer.echo(f"{cosign.zone}: checkpoint cosigned by {names}")
+
+
+def _check_cosigned(cosigned: tuple[ZoneCosign, ...]) -> None:
+    """Warn about each witness that gave no cosignature; a quorum not met fails the run
+    only where the definition requires it (``log: {require_quorum: true}``)."""
+    for zone in cosigned:
+        for outcome in zone.outcomes:
+            if outcome.problem is not None:
+                warn(f"WARNING: {zone.zone}: witness {outcome.name}: {outcome.problem}")
+        if zone.problem is not None:
+            warn(f"WARNING: {zone.zone}: cosigning: {zone.problem}")
+        if zone.ok:
+            continue
+        found = ", ".join(zone.cosigners) or "none"
+        what = (
+            f"{zone.checkpoint}: quorum-not-met: cosignatures do not meet the policy's quorum "
+            f"(valid: {found})"
+        )
+        if zone.required:
+            fail(EXIT_VERIFICATION, what)
+        warn(f"WARNING: {what}")
 
 
 def _print_zone(report: pipeline.SignReport, zone: pipeline.ZoneResult) -> None:
@@ -193,6 +224,7 @@ def verify(
     server: VerifyServerOption = None,
     allow_insecure: VerifyInsecureOption = False,
     root_hints: RootHintsOption = None,
+    keys: KeysOption = None,
     as_json: JsonOption = False,
 ) -> None:
     """Prove already-rendered output: serve it on loopback (or ask --server) and verify it."""
@@ -201,14 +233,16 @@ def verify(
     if allow_insecure:
         warn("--allow-insecure: accepting answers without DNSSEC validation")
     zone_files = find_zone_files(zones or [])
+    where = workspace_for(zone_files)
     report = pipeline.verify(
         zone_files,
-        out=workspace_for(zone_files).out(out),
+        out=where.out(out),
         now=clock_now(now),
         trust_anchors=trust_anchor,
         server=parse_hostport(server) if server else None,
         allow_insecure=allow_insecure,
         root_hints=root_hints_from(root_hints) if server else None,
+        log_keys=keystore(where.keys(keys)).logs,
     )
     for warning in report.warnings:
         warn(f"WARNING: {warning}")

@@ -12,6 +12,7 @@ from typing import Any
 import dns.name
 
 from alter_publish.definition.loader import Mark, Node, load_yaml, load_yaml_text
+from alter_publish.definition.logspec import LogSpec, read_log_spec
 from alter_publish.definition.tls import (
     TLSASet,
     TLSEndpoint,
@@ -55,7 +56,7 @@ SIGNATURE_VALIDITY_MAX_SECONDS = 3660 * 86400  # BIND's limit; RRSIG times wrap 
 _HOSTNAME = re.compile(r"(?:[a-z0-9_-]{1,63}\.)+")
 
 ZONE_FIELDS = frozenset(
-    {"zone", "ttl", "soa", "ns", "hosts", "envelopes", "dnssec", "handles", "tls"}
+    {"zone", "ttl", "soa", "ns", "hosts", "envelopes", "dnssec", "handles", "tls", "log"}
 )
 DNSSEC_FIELDS = frozenset(
     {"enabled", "denial", "nsec3", "signature_validity", "refresh", "rollover"}
@@ -212,6 +213,7 @@ class ZoneSpec:
     dnssec: DNSSECSpec = DNSSECSpec()
     #: The zone-level ``tls:`` entries (resolver endpoints' certificates or keys).
     endpoints: tuple[TLSEndpoint, ...] = ()
+    log: LogSpec = field(default_factory=LogSpec)  # ``log:`` witnesses (definition/logspec.py)
 
     def tlsa_sets(self) -> tuple[TLSASet, ...]:
         """The TLSA rrset of every endpoint a ``tls`` names, sorted by owner."""
@@ -249,7 +251,8 @@ class ZoneSpec:
                 entry["tls"] = spec.tls.to_mapping()
             handles.append(entry)
         tls = {e.key: e.tls.to_mapping() for e in self.endpoints}
-        return ({"tls": tls} if tls else {}) | {
+        head = ({"tls": tls} if tls else {}) | self.log.to_mapping()
+        return head | {
             "zone": self.origin,
             "ttl": self.ttl,
             "soa": {
@@ -647,20 +650,17 @@ class _ZoneReader:
                     continue
                 hosts.append((name, tuple(parsed)))
 
-        env_fields = (
-            self.mapping(top["envelopes"], ENVELOPE_FIELDS, "envelopes")
-            if "envelopes" in top
-            else {}
-        )
+        env = top.get("envelopes")
+        env_fields = {} if env is None else self.mapping(env, ENVELOPE_FIELDS, "envelopes")
         lifetime = self.lifetime(env_fields.get("lifetime"), DEFAULT_LIFETIME_SECONDS)
         renew_before = self.ttl(
             env_fields.get("renew_before"), "renew_before", DEFAULT_RENEW_BEFORE_SECONDS
         )
 
         dnssec = self.dnssec(top.get("dnssec"))
-        endpoints: tuple[TLSEndpoint, ...] = ()
-        if "tls" in top:
-            endpoints = read_endpoints(top["tls"], self.path.parent, self.problems.add)
+        tls = top.get("tls")
+        endpoints = () if tls is None else read_endpoints(tls, self.path.parent, self.problems.add)
+        log = read_log_spec(top.get("log"), self.path.parent, self.problems.add)
 
         handles: list[HandleSpec] = []
         seen: dict[str, str] = {}
@@ -695,4 +695,5 @@ class _ZoneReader:
             handles=tuple(handles),
             dnssec=dnssec,
             endpoints=endpoints,
+            log=log,
         )

@@ -2,6 +2,8 @@
 
     keys/<zone>/_log/current.pem           PKCS#8 PEM Ed25519 private key, mode 0600
     keys/<zone>/_log/retired-<hex8>.pem    a key rotated out (kept: old checkpoints)
+    keys/<zone>/_log/handover              the retired key's <hex8> until the new key's
+                                           first checkpoint is signed by both
 
 The key signs the zone's checkpoints as a C2SP signed note under the name
 ``<zone>/alter-log`` (the log's origin). ``_log`` is a name no handle can have.
@@ -24,6 +26,7 @@ from alter_publish.keys.permissions import check_dir
 
 LOG_KEYS_DIR = "_log"
 CURRENT_LOG_KEY = "current.pem"
+HANDOVER_FILE = "handover"
 LOG_ORIGIN_SUFFIX = "/alter-log"
 
 
@@ -76,19 +79,64 @@ class LogKeyStore:
         return Signer(log_origin(zone), _seed(load_private_key(path, self.passphrase)))
 
     def rotate(self, zone: str) -> Signer:
-        """Retire the current key (kept as ``retired-<key id>.pem``) and make a new one.
+        """Retire the current key (kept as ``retired-<key id>.pem``), make a new one, and
+        mark the old one for the handover: the next checkpoint is signed by both (see
+        :meth:`handover`). The origin (the key name) stays.
 
         Raises:
-            KeyStoreError: the zone has no log key, or a file cannot be written.
+            KeyStoreError: the zone has no log key, a handover is pending (no checkpoint
+                was signed since the last rotation), or a file cannot be written.
         """
         old = self.signer(zone, create=False)
-        retired = self.directory(zone) / f"retired-{old.verifier.key_id.hex()}.pem"
+        if self.handover(zone) is not None:
+            raise KeyStoreError(
+                "the last rotation is pending: sign a new checkpoint (a sign that logs an "
+                "envelope) before rotating again",
+                where=str(self.directory(zone) / HANDOVER_FILE),
+            )
+        key_id = old.verifier.key_id.hex()
+        retired = self.directory(zone) / f"retired-{key_id}.pem"
         with deferred_interrupts():
             atomic_write_bytes(
                 retired, self.path(zone).read_bytes(), mode=PRIVATE_MODE, error=KeyStoreError
             )
             self._write(zone, Ed25519PrivateKey.generate())
+            atomic_write_bytes(
+                self.directory(zone) / HANDOVER_FILE, f"{key_id}\n".encode(), error=KeyStoreError
+            )
         return self.signer(zone, create=False)
+
+    def handover(self, zone: str) -> Signer | None:
+        """The retired key that signed the latest checkpoint, while the new key has signed
+        none (None: no rotation pending). It signs the new key's first checkpoint too.
+
+        Raises:
+            KeyStoreError: the retired key named is unreadable.
+        """
+        marker = self.directory(zone) / HANDOVER_FILE
+        try:
+            key_id = marker.read_text(encoding="ascii").strip()
+        except FileNotFoundError:
+            return None
+        except (OSError, UnicodeDecodeError) as exc:
+            raise KeyStoreError(f"cannot read: {exc}", where=str(marker)) from exc
+        path = self.directory(zone) / f"retired-{key_id}.pem"
+        if not path.exists():
+            raise KeyStoreError(f"the retired key {path} is gone", where=str(marker))
+        return Signer(log_origin(zone), _seed(load_private_key(path, self.passphrase)))
+
+    def handed_over(self, zone: str) -> None:
+        """The new key's first checkpoint is written: end the handover.
+
+        Raises:
+            KeyStoreError: the marker cannot be removed.
+        """
+        try:
+            (self.directory(zone) / HANDOVER_FILE).unlink(missing_ok=True)
+        except OSError as exc:
+            raise KeyStoreError(
+                f"cannot remove: {exc.strerror}", where=str(self.directory(zone))
+            ) from exc
 
     def _write(self, zone: str, private_key: Ed25519PrivateKey) -> None:
         ensure_gitignore(self.root)

@@ -111,6 +111,7 @@ class Planned:
             ds=signed_zone.ds_text.splitlines() if signed_zone else (),
             dnssec=dnssec_summary(plan),
             changes=plan.changes,
+            log=plan.spec.log,
         )
 
     def _write(self, ctx: RunContext) -> list[str]:

@@ -121,6 +121,7 @@ def record_fingerprint(ctx: RunContext, plan: ZonePlan, source: str) -> list[str
     }
     if files := tls_files(spec):
         summary["tls_files"] = files
+    summary |= spec.log.to_mapping()
     handle_lines = handle_key_lines(handle_keys, jobs=ctx.jobs)
     span = valid_span(plan.signed, plan.state.signatures, spec)
     write_fingerprint(ctx, spec, source, handle_keys, handle_lines, span, summary)

@@ -530,6 +530,7 @@ class Patched:
             dnssec=summary.get("dnssec"),
             patched=(*(item.spec.handle.ref for item in chain.signed), *self._removed()),
             changes=tuple(self._changes()),
+            log=self.spec.log,
         )
 
     def _removed(self) -> list[str]:
@@ -551,6 +552,8 @@ class Patched:
     def _summary(self) -> dict[str, Any]:
         """The record's summary of the run the patch makes."""
         summary = {**self.base.record.summary, "serial": self.state.serial}
+        summary.pop("log", None)
+        summary |= self.spec.log.to_mapping()
         if self.signatures is not None and isinstance(summary.get("dnssec"), dict):
             summary["dnssec"] = {**summary["dnssec"], "signatures": self.signatures}
         return summary

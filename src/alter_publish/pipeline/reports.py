@@ -9,6 +9,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from alter_publish.definition.logspec import LogSpec
 from alter_publish.pipeline.paths import ds_path, output_paths
 from alter_publish.verify.proof import (
     ProofReport,
@@ -79,6 +80,8 @@ class ZoneResult:
     patched: tuple[str, ...] | None = None
     #: What changed and why (with ``--check``: what a real run would change).
     changes: tuple[Change, ...] = ()
+    #: The definition's ``log:`` (its witness policy: the ``sign`` command cosigns after).
+    log: LogSpec = field(default_factory=LogSpec)
 
     def to_mapping(self) -> dict[str, Any]:
         """JSON-ready form."""
@@ -117,6 +120,7 @@ def zone_result(
     changes: tuple[Change, ...] = (),
     unchanged: bool = False,
     patched: tuple[str, ...] | None = None,
+    log: LogSpec | None = None,
 ) -> ZoneResult:
     """The one place a :class:`ZoneResult` is made: paths under ``out``, ``reused`` and the
     changes explained (see :func:`explained`)."""
@@ -138,6 +142,7 @@ def zone_result(
         unchanged=unchanged,
         patched=patched,
         changes=explained(changes, written),
+        log=log or LogSpec(),
     )
 
 

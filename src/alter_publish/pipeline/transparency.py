@@ -27,7 +27,7 @@ from alter_publish.format.identitylog import leaf_hash
 from alter_publish.format.note import Note
 from alter_publish.format.tiles import ENTRIES, TILE_WIDTH, Tile, TreeHashes, tiles_for_size
 from alter_publish.format.tlog import PROOF_HEADER, Checkpoint
-from alter_publish.keys.logkey import log_origin
+from alter_publish.keys.logkey import LogKeyStore, log_origin
 from alter_publish.keys.store import KeyStore
 from alter_publish.pipeline.chain import EnvelopeChain
 from alter_publish.pipeline.context import RunContext
@@ -92,6 +92,8 @@ class Publication:
     tree: TreeHashes
     history: History
     new_note: str | None
+    #: The log keys whose handover ``new_note`` completes (signed by the retired key too).
+    handover: tuple[LogKeyStore, str] | None = None
 
     @property
     def notes(self) -> tuple[str, ...]:
@@ -149,12 +151,16 @@ def plan_publication(
                 "entries were changed or removed; restore the log from a backup",
                 where=str(history.path),
             )
-    new_note = None
+    new_note, handover = None, None
     if tree.size and (not history.sizes or history.sizes[-1] != tree.size):
         signer = keys.logs.signer(zone, create=create or not history.notes)
         checkpoint = Checkpoint(log_origin(zone), tree.size, tree.root())
-        new_note = Note(checkpoint.to_text()).signed_by(signer).to_text()
-    return Publication(log_dir(out, zone), tree, history, new_note)
+        note = Note(checkpoint.to_text()).signed_by(signer)
+        if (retired := keys.logs.handover(zone)) is not None:
+            # A rotated key's first checkpoint: signed by the old key too (docs/keys.md).
+            note, handover = note.signed_by(retired), (keys.logs, zone)
+        new_note = note.to_text()
+    return Publication(log_dir(out, zone), tree, history, new_note, handover)
 
 
 def with_proofs(signed: Sequence[SignedHandle], publication: Publication) -> list[SignedHandle]:
@@ -226,12 +232,16 @@ def write_publication(publication: Publication) -> list[str]:
 
     Raises:
         RenderError: a file cannot be written.
+        KeyStoreError: a key rotation's handover marker cannot be removed.
     """
     written: list[str] = []
     history = publication.history
     if publication.new_note is not None:
         atomic_write_bytes(history.path, history.raw + publication.new_note.encode() + b"\n")
         written.append(str(history.path))
+        if publication.handover is not None:
+            store, zone = publication.handover
+            store.handed_over(zone)
     directory = publication.directory
     tiles = 0
     for tile, data in publication.tree.changed():
@@ -239,11 +249,19 @@ def write_publication(publication: Publication) -> list[str]:
     tiles += _write_partials(publication)
     if tiles:
         written.append(f"{directory}/tile ({tiles} tiles)")
-    if publication.notes:
-        latest = publication.notes[-1].encode()
-        if atomic_write_bytes(directory / CHECKPOINT_FILE, latest):
-            written.append(str(directory / CHECKPOINT_FILE))
+    if publication.notes and not _holds(directory / CHECKPOINT_FILE, publication.notes[-1]):
+        atomic_write_bytes(directory / CHECKPOINT_FILE, publication.notes[-1].encode())
+        written.append(str(directory / CHECKPOINT_FILE))
     return written
+
+
+def _holds(path: Path, note: str) -> bool:
+    """Whether ``path`` holds ``note``, bare or with cosignature lines after its own
+    (``sign`` cosigns after committing: a later run keeps those cosignatures)."""
+    try:
+        return path.read_bytes().startswith(note.encode())
+    except OSError:
+        return False
 
 
 def _write_partials(publication: Publication) -> int:

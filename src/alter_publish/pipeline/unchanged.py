@@ -5,6 +5,7 @@ from __future__ import annotations
 import time
 from dataclasses import dataclass
 
+from alter_publish.definition.logspec import LogSpec
 from alter_publish.pipeline.context import ProvenRun, RunContext, ZoneStart
 from alter_publish.pipeline.memory import fingerprint_inputs
 from alter_publish.pipeline.reports import ZoneResult, zone_result
@@ -57,5 +58,6 @@ def unchanged(ctx: RunContext, start: ZoneStart) -> Unchanged | None:
         ds=tuple(str(line) for line in summary.get("ds", ())),
         dnssec=summary.get("dnssec"),
         unchanged=True,
+        log=LogSpec.from_mapping(summary),
     )
     return Unchanged(result, tuple(str(warning) for warning in summary.get("warnings", ())))

@@ -30,10 +30,13 @@ from alter_publish.format.identitylog import (
     log_path_for,
     read_log,
 )
+from alter_publish.format.note import Verifier
 from alter_publish.keys.lifecycle import (
     LogIndex,
 )
+from alter_publish.keys.logkey import LogKeyStore
 from alter_publish.pipeline.chain import handle_expectation
+from alter_publish.pipeline.logverify import check_published_log
 from alter_publish.pipeline.paths import current_outputs, ds_path, output_paths
 from alter_publish.pipeline.reports import VerifyReport
 from alter_publish.verify.proof import (
@@ -127,6 +130,7 @@ def verify(
     allow_insecure: bool = False,
     root_hints: RootHints | None = None,
     owners: Collection[str] | None = None,
+    log_keys: LogKeyStore | None = None,
 ) -> VerifyReport:
     """Prove already-rendered output: serve ``<out>/<zone>.zone`` and verify every handle.
 
@@ -144,7 +148,7 @@ def verify(
     ``root_hints`` when the server is neither recursive nor serves the whole path.
     ``owners`` (with ``server`` only: ``push`` after a small change) limits the proof to
     the handles at those owner names (lower-case text with the final dot); the chain of
-    trust to them is proven as for every handle.
+    trust to them is proven as for every handle. ``log_keys``: the log too (``_check_log``).
 
     Raises:
         DefinitionError: a zone definition is wrong.
@@ -176,6 +180,7 @@ def verify(
             # probe failed, the zone check names the record (the SOA, the chain) at fault.
             if all(result.ok for result in proof.results):
                 warnings.extend(_check_zone_file(zone, (read[0], zone_file), spec, now))
+                _check_log(zone, spec, out, log_keys)
         else:
             check_answers(server, spec.origin, now=now)
             secure = False if allow_insecure else None
@@ -195,6 +200,28 @@ def verify(
                 )
             )
     return VerifyReport(proofs=tuple(proofs), warnings=tuple(warnings))
+
+
+def _check_log(
+    zone: dns.zone.Zone, spec: ZoneSpec, out: Path, log_keys: LogKeyStore | None
+) -> None:
+    """With ``log_keys`` (loopback ``verify``): the zone's ``_alter-log`` record must be the
+    log-signed checkpoint of ``<out>/<zone>/log/checkpoint``, signed by the zone's log
+    key, and the log's tiles must give it
+    (:func:`alter_publish.pipeline.logverify.check_published_log`).
+
+    Raises:
+        VerificationError: with its category.
+        KeyStoreError: the log key file is unreadable or unsafe.
+    """
+    if log_keys is None:
+        return
+    verifier: Verifier | None = None
+    if (retired := log_keys.handover(spec.origin)) is not None:
+        verifier = retired.verifier  # rotated, and the new key has signed no checkpoint yet
+    elif log_keys.exists(spec.origin):
+        verifier = log_keys.signer(spec.origin, create=False).verifier
+    check_published_log(zone, spec.origin, out, verifier)
 
 
 def _check_zone_file(

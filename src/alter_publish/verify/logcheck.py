@@ -12,7 +12,9 @@ Categories: ``not-included`` (the envelope's entry, or its ``log=`` tree, is not
 checkpoint), ``fork`` (``log=`` or the pinned checkpoint is not a prefix of it),
 ``equivocation`` (two roots for one size), ``rollback`` (smaller than the pinned one),
 ``bad-signature``, ``malformed``, ``dropped-entry`` (a tile needed is missing),
-``insecure``/``bogus`` (the DNS checkpoint is not validated).
+``insecure``/``bogus`` (the DNS checkpoint is not validated), and with a witness policy
+(c2sp.org/tlog-policy) ``quorum-not-met``: the checkpoint's valid cosignatures fall
+short of the policy's quorum. A checkpoint refused for any reason is never pinned.
 """
 
 from __future__ import annotations
@@ -28,7 +30,8 @@ from alter_publish.errors import VerificationError
 from alter_publish.format.envelope import Envelope
 from alter_publish.format.identitylog import leaf_hash
 from alter_publish.format.logrecord import find_checkpoint_record, log_record_owner
-from alter_publish.format.note import Verifier
+from alter_publish.format.note import Note, Verifier
+from alter_publish.format.policy import Policy
 from alter_publish.format.tiles import TreeHashes
 from alter_publish.format.tlog import (
     Checkpoint,
@@ -53,11 +56,13 @@ LOG_ORIGIN_SUFFIX = "/alter-log"
 @dataclass(frozen=True, slots=True)
 class LogSource:
     """Where ``resolve --log`` reads the log: ``checkpoint`` (a directory, or
-    :data:`LOG_FROM_DNS`), the tile directory, and the log's verifier key."""
+    :data:`LOG_FROM_DNS`), the tile directory, the log's verifier key, and the witness
+    policy whose quorum the checkpoint's cosignatures must meet (None: no policy)."""
 
     checkpoint: str
     tiles: Path
     verifier: Verifier
+    policy: Policy | None = None
 
 
 @dataclass(frozen=True, slots=True)
@@ -147,8 +152,9 @@ def check_log(
     note: tuple[str, str],
     pinned: Checkpoint | None,
 ) -> tuple[Checkpoint, str | None]:
-    """The checkpoint ``note`` (its text, where read) checked: signature, the envelope's
-    inclusion, and (with ``pinned``, the last one remembered) that it extends that one.
+    """The checkpoint ``note`` (its text, where read) checked: signature, the policy's
+    quorum of cosignatures (with ``source.policy``), the envelope's inclusion, and (with
+    ``pinned``, the last one remembered) that it extends that one.
 
     Returns:
         The checkpoint and the pin change (``pinned``, ``advanced``, ``unchanged``;
@@ -159,6 +165,8 @@ def check_log(
     """
     text, where = note
     checkpoint = signed_checkpoint(text, source.verifier, where)
+    if source.policy is not None:
+        source.policy.check(Note.parse(text), where)
     if pinned is not None and pinned.size > checkpoint.size:
         # A rollback needs no tiles: the signed sizes say it.
         check_extends(pinned, checkpoint, TreeHashes(), where)
