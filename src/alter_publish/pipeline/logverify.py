@@ -2,7 +2,9 @@
 record in the zone file is the log-signed checkpoint of ``<out>/<zone>/log/checkpoint``
 (the same body and the same signature lines named by the log's origin: the log key's,
 and the retired key's on a rotated key's first checkpoint; the file may add witness
-cosignatures, which come after the zone is signed), signed by the zone's log key, and
+cosignatures, which come after the zone is signed) or an older checkpoint of the same
+log (a sign stopped between writing the log and switching the outputs), signed by the
+zone's log key, and
 the log directory's tiles and entry bundles give that checkpoint
 (:func:`alter_publish.verify.logaudit.audit_log`).
 """
@@ -18,7 +20,13 @@ from alter_publish.errors import VerificationError
 from alter_publish.format.logrecord import find_checkpoint_record, log_record_owner
 from alter_publish.format.note import Note, Verifier
 from alter_publish.pipeline.transparency import CHECKPOINT_FILE, log_dir
-from alter_publish.verify.logaudit import LogAudit, audit_log, signed_checkpoint
+from alter_publish.verify.logaudit import (
+    LogAudit,
+    audit_log,
+    read_checkpoint_file,
+    root_at,
+    signed_checkpoint,
+)
 
 #: The category of a zone whose ``_alter-log`` record is not its published checkpoint.
 CHECKPOINT_MISMATCH_CATEGORY = "checkpoint-mismatch"
@@ -66,11 +74,17 @@ def check_published_log(
             "no checkpoint record", where=owner, category=CHECKPOINT_MISMATCH_CATEGORY
         )
     record = find_checkpoint_record(texts, owner)
-    signed_checkpoint(record, verifier, owner)
+    shown = signed_checkpoint(record, verifier, owner)
     audit = audit_log(directory, verifier)
-    published = Note.parse(path.read_text(encoding="utf-8"))
+    published = Note.parse(read_checkpoint_file(path))
     own = tuple(line for line in published.signatures if line.name == verifier.name)
-    if Note(published.text, own).to_text() != Note.parse(record).to_text():
+    if Note(published.text, own).to_text() == Note.parse(record).to_text():
+        return audit
+    # An older checkpoint of the same log is a zone from before a sign that was stopped
+    # after writing the log and before switching the outputs: consistent, and the next
+    # sign publishes the newer one.
+    older = shown.size < audit.checkpoint.size
+    if not (older and root_at(directory, shown.size) == shown.root):
         raise VerificationError(
             f"the record is not the log-signed checkpoint of {path}",
             where=owner,

@@ -152,6 +152,15 @@ def policy_log_key(text: str, policy: Policy, where: str) -> Verifier:
     return key
 
 
+def root_at(directory: Path, size: int) -> bytes:
+    """The root of the first ``size`` entries of the log in ``directory`` (its bundles).
+
+    Raises:
+        VerificationError: a bundle is missing or malformed (``dropped-entry``).
+    """
+    return TreeHashes.of_entries(_entries(directory, size)).root()
+
+
 def audit_log(
     directory: Path,
     verifier: Verifier | None,
