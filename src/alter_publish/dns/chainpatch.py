@@ -483,16 +483,19 @@ def patch_chain(
     resign: Sequence[tuple[Labels, RRs]],
     added: Sequence[tuple[Labels, RRs]],
     removed: Sequence[Labels],
+    blocks: Mapping[Labels, Block] | None = None,
 ) -> ChainPatch:
     """The edits of ``section`` that add the TXT rrsets ``added`` at new owners, remove
     the owners ``removed`` (each holding just a TXT rrset), re-sign the rrsets
     ``resign`` in place, and relink the NSEC or NSEC3 chain (``names``: each owner named
-    here, and the apex, as written).
+    here, and the apex, as written; ``blocks``: the blocks of owners in ``resign``
+    already found).
 
     Raises:
         ValueError: the change cannot be made exactly as a full signing would make it.
     """
     patcher = _Patcher(section, spec, keys, window, denial_ttl, dict(names), dict(added), {})
+    patcher.relinked.update(blocks or {})
     for name in removed:
         block = section.find(name)
         if block is None:
