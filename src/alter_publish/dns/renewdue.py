@@ -38,8 +38,9 @@ _SECTION_TYPES = frozenset(
 )
 
 
-def _sigtime(seconds: int) -> bytes:
-    return time.strftime("%Y%m%d%H%M%S", time.gmtime(seconds)).encode()
+def sigtime(seconds: int) -> str:
+    """An RRSIG time as master-file text (YYYYMMDDHHmmSS, UTC)."""
+    return time.strftime("%Y%m%d%H%M%S", time.gmtime(seconds))
 
 
 @dataclass(frozen=True, slots=True)
@@ -69,7 +70,7 @@ def old_windows(
     for inception in range(start + length, stop + 1, length):
         old = SignatureWindow(inception - cycle, inception - cycle + window.expiration - stop)
         new = SignatureWindow(inception, inception + window.expiration - stop)
-        found[b" " + _sigtime(old.expiration) + b" " + _sigtime(old.inception) + b" "] = new
+        found[f" {sigtime(old.expiration)} {sigtime(old.inception)} ".encode()] = new
     return found
 
 

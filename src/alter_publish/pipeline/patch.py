@@ -69,7 +69,7 @@ from alter_publish.pipeline.memory import (
     write_fingerprint,
 )
 from alter_publish.pipeline.patchbase import PatchBase, patch_base
-from alter_publish.pipeline.patchrenew import header_window, renewal
+from alter_publish.pipeline.patchrenew import header_window, renewal, renewed
 from alter_publish.pipeline.patchtext import handle_line_edits, log_line_edit, touched_olds
 from alter_publish.pipeline.paths import current_outputs
 from alter_publish.pipeline.render import (
@@ -226,7 +226,7 @@ class _Signed:
 
     edits: list[Edit]
     chain: ChainPatch
-    signatures: int
+    signatures: tuple[int, int]  # the zone's RRSIGs, those made in a window started since
 
 
 def _patched_zone(
@@ -317,9 +317,8 @@ def _patched_blocks(rendered: _Rendered, base: PatchBase, where: str) -> _Signed
     )
     count = int(header.group(1)) + chain.signatures
     window = header_window(header.group(0), header.start(), base.window)
-    edits: list[Edit] = [(header.start(1), header.end(1), str(count).encode()), window]
-    edits += chain.edits
-    return _Signed(edits, chain, count)
+    edits = [(header.start(1), header.end(1), str(count).encode()), window, *chain.edits]
+    return _Signed(edits, chain, (count, renewed(chain.edits, base)))
 
 
 def _envelope_edits(
@@ -478,7 +477,7 @@ class Patched:
     memo: Memo  # after the patch (``base`` is taken once the outputs are written)
     handle_keys: tuple[tuple[str, int], ...]
     handle_lines: tuple[str, ...]
-    signatures: int | None  # the zone's RRSIGs (None: not signed)
+    signatures: tuple[int, int] | None  # the zone's RRSIGs, those renewed (None: unsigned)
     proof: ProofReport
     watch: Stopwatch
     publication: Publication
@@ -559,7 +558,8 @@ class Patched:
         window = self.state.signatures
         if self.signatures is not None and window and isinstance(summary.get("dnssec"), dict):
             times = {"inception": window.inception, "expiration": window.expiration}
-            summary["dnssec"] = {**summary["dnssec"], "signatures": self.signatures, **times}
+            counts = {"signatures": self.signatures[0], "renewed": self.signatures[1]}
+            summary["dnssec"] = {**summary["dnssec"], **counts, **times}
         return summary
 
     def _writes(self) -> Writes:

@@ -4,14 +4,14 @@ zone window moved, as a full signing writes them (see :mod:`.patch`)."""
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 
 from alter_publish.definition.state import SignatureWindow
 from alter_publish.definition.values import format_utc
 from alter_publish.dns.chainpatch import Block, SignedSection
 from alter_publish.dns.records import Labels, RRs, ZoneRecords, from_zone
-from alter_publish.dns.renewdue import due_owners, due_rrsets
+from alter_publish.dns.renewdue import due_owners, due_rrsets, old_windows, sigtime
 from alter_publish.dns.zonetext import parse_zone_text
 from alter_publish.pipeline.incremental import Edit
 from alter_publish.pipeline.patchbase import PatchBase
@@ -83,6 +83,19 @@ def renewal(
         {labels: block for labels, _, block in found},
         {labels: block.owner.decode("ascii") for labels, _, block in found},
     )
+
+
+def renewed(edits: Iterable[Edit], base: PatchBase) -> int:
+    """How many RRSIGs ``edits`` make in a window started since the last run (every
+    RRSIG of the owners whose slot started since: a full run counts them)."""
+    previous, window = base.state.signatures, base.window
+    if previous is None or window is None or previous == window:
+        return 0
+    times = [
+        f" {sigtime(new.expiration)} {sigtime(new.inception)} ".encode()
+        for new in old_windows(previous, window, base.spec.dnssec).values()
+    ]
+    return sum(text.count(mark) for _, _, text in edits for mark in times)
 
 
 def header_window(header: bytes, at: int, window: SignatureWindow) -> Edit:
