@@ -198,6 +198,7 @@ class _Patcher:
     hashes_added: dict[bytes, Bitmap] = field(default_factory=dict)
     hashes_removed: dict[bytes, Block] = field(default_factory=dict)
     relinked: dict[Labels, Block] = field(default_factory=dict)
+    jobs: int = 1  # processes that sign
 
     # -- the blocks --------------------------------------------------------------------
 
@@ -428,6 +429,7 @@ class _Patcher:
             origin=self.section.origin,
             names=self.names,
             spread=self.spec,
+            jobs=self.jobs,
         )
         fresh: dict[Labels, list[tuple[RRs, str]]] = {}
         for (name, rrs, marker), signed in zip(self.todo, lines, strict=True):
@@ -484,18 +486,20 @@ def patch_chain(
     added: Sequence[tuple[Labels, RRs]],
     removed: Sequence[Labels],
     blocks: Mapping[Labels, Block] | None = None,
+    jobs: int = 1,
 ) -> ChainPatch:
     """The edits of ``section`` that add the TXT rrsets ``added`` at new owners, remove
     the owners ``removed`` (each holding just a TXT rrset), re-sign the rrsets
     ``resign`` in place, and relink the NSEC or NSEC3 chain (``names``: each owner named
     here, and the apex, as written; ``blocks``: the blocks of owners in ``resign``
-    already found).
+    already found; ``jobs``: processes that sign).
 
     Raises:
         ValueError: the change cannot be made exactly as a full signing would make it.
     """
     patcher = _Patcher(section, spec, keys, window, denial_ttl, dict(names), dict(added), {})
     patcher.relinked.update(blocks or {})
+    patcher.jobs = jobs
     for name in removed:
         block = section.find(name)
         if block is None:

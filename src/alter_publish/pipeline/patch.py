@@ -250,7 +250,7 @@ def _patched_zone(
         dnssec = None
         if base.window is not None:
             with watch.stage("dnssec"):
-                dnssec = _patched_blocks(rendered, base, zone_file.name)
+                dnssec = _patched_blocks(rendered, base, zone_file.name, ctx.jobs)
             zone_edits.extend(dnssec.edits)
             proof_text.append(dnssec.chain.blocks)
         # Edits that change nothing (an entry's comment edited, say) are no edits: a full run
@@ -266,10 +266,10 @@ def _patched_zone(
     return rendered, zone_edits, dnssec, mini
 
 
-def _patched_blocks(rendered: _Rendered, base: PatchBase, where: str) -> _Signed:
-    """The DNSSEC edits: the SOA's and the edited handles' RRSIGs made again, the added
-    and removed handles' owners put in and taken out of the denial chain (see
-    :mod:`alter_publish.dns.chainpatch`), and the count of signatures.
+def _patched_blocks(rendered: _Rendered, base: PatchBase, where: str, jobs: int) -> _Signed:
+    """The DNSSEC edits: the RRSIGs of the SOA, the edited handles and the owners whose
+    slot started made again, the added and removed handles' owners put in and taken out
+    of the denial chain (:mod:`alter_publish.dns.chainpatch`), the header's count and window.
 
     Raises:
         ValueError: that cannot be done exactly as a full signing does it.
@@ -302,18 +302,18 @@ def _patched_blocks(rendered: _Rendered, base: PatchBase, where: str) -> _Signed
     (minimum,) = struct.unpack("!I", soa.wires[0][-4:])
     section = SignedSection(old_zone, header.end(), len(old_zone), origin)
     due = renewal(base, section, rendered.head, records, resign)
-    names.update(due.names)
     chain = patch_chain(
         section,
         spec=base.spec.dnssec,
         keys=base.zone_keys,
         window=base.window,
         denial_ttl=min(int(minimum), soa.ttl),
-        names=names,
+        names={**names, **due.names},
         resign=[*resign, *due.resign],
         added=added,
         removed=removed,
         blocks=due.blocks,
+        jobs=jobs,
     )
     count = int(header.group(1)) + chain.signatures
     window = header_window(header.group(0), header.start(), base.window)
