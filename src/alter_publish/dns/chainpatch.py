@@ -492,7 +492,8 @@ def patch_chain(
     the owners ``removed`` (each holding just a TXT rrset), re-sign the rrsets
     ``resign`` in place, and relink the NSEC or NSEC3 chain (``names``: each owner named
     here, and the apex, as written; ``blocks``: the blocks of owners in ``resign``
-    already found; ``jobs``: processes that sign).
+    already found, whose lines the loopback proof does not need: renewals; ``jobs``:
+    processes that sign).
 
     Raises:
         ValueError: the change cannot be made exactly as a full signing would make it.
@@ -525,7 +526,12 @@ def patch_chain(
     edits, inserted = patcher.edits()
     gone = sum(section.data.count(b" IN RRSIG ", start, end) for start, end, _ in edits)
     made = sum(text.count(b" IN RRSIG ") for _, _, text in edits)
-    proof = [text.decode("ascii") for _, _, text in edits if text]
+    quiet = {block.start for block in (blocks or {}).values()}
+    proof = [
+        text.decode("ascii")
+        for start, end, text in edits
+        if text and (start == end or start not in quiet)
+    ]
     proof += _denials(patcher)
     return ChainPatch(edits, inserted, "".join(proof), made - gone)
 

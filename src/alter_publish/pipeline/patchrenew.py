@@ -22,7 +22,8 @@ _NEWEST = b"the newest valid "
 
 @dataclass(frozen=True, slots=True)
 class Renewal:
-    """The rrsets whose RRSIGs fall due, with their blocks and owner names as written."""
+    """The rrsets whose RRSIGs fall due, the blocks of those the proof does not need
+    (renewed only: not the apex, nor an owner signed anyway), the owner names as written."""
 
     resign: list[tuple[Labels, RRs]]
     blocks: dict[Labels, Block]
@@ -78,9 +79,10 @@ def renewal(
 
     signed = {(labels, rrs.rdtype): None for labels, rrs in skip}
     found = due_rrsets(section, iter(owners), by_type, signed)
+    proven = {labels for labels, _ in skip} | {section.origin}
     return Renewal(
         [(labels, rrs) for labels, rrs, _ in found],
-        {labels: block for labels, _, block in found},
+        {labels: block for labels, _, block in found if labels not in proven},
         {labels: block.owner.decode("ascii") for labels, _, block in found},
     )
 
