@@ -27,6 +27,7 @@ from alter_publish.definition.state import SignatureWindow, renewal_slots
 from alter_publish.dns.chainpatch import Block, SignedSection, owner_labels
 from alter_publish.dns.dnssec import owner_window
 from alter_publish.dns.records import RRs
+from alter_publish.dns.zonelines import rdata_wire
 
 Labels = tuple[bytes, ...]
 
@@ -136,7 +137,10 @@ def section_rrs(block_text: str, rdtype: int) -> RRs:
         raise ValueError(f"no {kind} records to sign")
     ttl = int(rows[0].split()[1])
     texts = tuple(row.split(marker, 1)[1] for row in rows)
-    wires = tuple(dns.rdata.from_text(_IN, kind, text).to_digestable() for text in texts)
+    wires = tuple(
+        rdata_wire(kind, text) or dns.rdata.from_text(_IN, kind, text).to_digestable()
+        for text in texts
+    )
     return RRs(rdtype, ttl, wires, texts)
 
 
@@ -172,4 +176,30 @@ def due_rrsets(
             if rrs is None:
                 raise ValueError("an rrset to sign again not found")
             found.append((block.labels, rrs, block))
+    return found
+
+
+def txt_rrsets(text: str) -> dict[Labels, RRs] | None:
+    """The TXT rrsets of rendered lines (``<owner> <ttl> IN TXT <rdata>``, comments),
+    read without dnspython; None when any line is not of that form (then: dnspython)."""
+    found: dict[Labels, RRs] = {}
+    for line in text.splitlines():
+        if not line or line.startswith(";"):
+            continue
+        fields = line.split(" ", 4)
+        if len(fields) != 5 or fields[2:4] != ["IN", "TXT"] or not fields[1].isdigit():
+            return None
+        wire = rdata_wire("TXT", fields[4])
+        try:
+            labels = owner_labels(fields[0].encode("ascii"))
+        except (ValueError, UnicodeEncodeError):
+            return None
+        if wire is None or fields[0].lower() != fields[0]:
+            return None
+        old = found.get(labels)
+        if old is not None and (old.ttl != int(fields[1]) or wire in old.wires):
+            return None
+        wires = (*old.wires, wire) if old else (wire,)
+        texts = (*old.texts, fields[4]) if old else (fields[4],)
+        found[labels] = RRs(16, int(fields[1]), wires, texts)
     return found

@@ -11,7 +11,7 @@ from alter_publish.definition.state import SignatureWindow
 from alter_publish.definition.values import format_utc
 from alter_publish.dns.chainpatch import Block, SignedSection
 from alter_publish.dns.records import Labels, RRs, ZoneRecords, from_zone
-from alter_publish.dns.renewdue import due_owners, due_rrsets, old_windows, sigtime
+from alter_publish.dns.renewdue import due_owners, due_rrsets, old_windows, sigtime, txt_rrsets
 from alter_publish.dns.zonetext import parse_zone_text
 from alter_publish.pipeline.incremental import Edit
 from alter_publish.pipeline.patchbase import PatchBase
@@ -62,9 +62,14 @@ def renewal(
     ]
     data = section.data
     segments = "".join(data[memo.segments[old] : memo.segments[old + 1]].decode() for old in wanted)
-    rendered = records
-    if segments:
-        rendered = from_zone(parse_zone_text(head + segments, base.spec.origin, where="renewal"))
+    rrsets_of: Mapping[Labels, Sequence[RRs]] = records.owners
+    if segments:  # the TXT rrsets of the handles due, read fast when they can be
+        fast = txt_rrsets(segments)
+        if fast is None:
+            zone = parse_zone_text(head + segments, base.spec.origin, where="renewal")
+            rrsets_of = from_zone(zone).owners
+        else:
+            rrsets_of = {**records.owners, **{labels: (rrs,) for labels, rrs in fast.items()}}
 
     def by_type(block: Block) -> Mapping[int, RRs] | None:
         old = handles.get(block.start)
@@ -72,7 +77,7 @@ def renewal(
             return None
         if old is not None and old in changed:
             return {}
-        rrsets = rendered.owners.get(block.labels)
+        rrsets = rrsets_of.get(block.labels)
         if rrsets is None:
             raise ValueError("an owner due is not in the zone")
         return {rrs.rdtype: rrs for rrs in rrsets}
