@@ -5,13 +5,17 @@ owner's RRSIG window fall on the name's own renewal slot (docs/dnssec.md and
 docs/zones.md, 'Spread renewals'), so no day renews every envelope or every RRSIG; over
 one cycle every name is renewed once. Every day the run is made twice, on the
 workspace (whatever strategy applies) and on a copy with ``incremental=False``, and
-the outputs must be the same bytes.
+the outputs must be the same bytes. The daily runs are patches (the envelopes due
+signed again like edits, the RRSIGs whose owner's slot started made again in place),
+for NSEC and NSEC3 denial alike.
 """
 
 from __future__ import annotations
 
 import shutil
 from pathlib import Path
+
+import pytest
 
 from alter_publish.keys.store import KeyStore
 from alter_publish.pipeline import SignReport, sign
@@ -33,13 +37,13 @@ ENVELOPE_SLOTS = 7
 RRSIG_SLOTS = 9
 
 
-def _definition() -> str:
+def _definition(denial: str = "nsec3") -> str:
     lines = [
         f"zone: {ZONE}",
         "ttl: 1h",
         f"ns: [ns1.{ZONE}.]",
         "hosts: {ns1: [192.0.2.1]}",
-        "dnssec: {enabled: true, denial: nsec3}",
+        f"dnssec: {{enabled: true, denial: {denial}}}",
         "envelopes: {lifetime: 10d, renew_before: 2d}",
         "handles:",
         *(f"  - ~user{n}" for n in range(1, HANDLES + 1)),
@@ -60,10 +64,11 @@ def _sign(root: Path, now: int, *, incremental: bool = True) -> SignReport:
     return report
 
 
-def test_daily_runs_renew_a_bounded_share(tmp_path: Path) -> None:
+@pytest.mark.parametrize("denial", ["nsec3", "nsec"])
+def test_daily_runs_renew_a_bounded_share(tmp_path: Path, denial: str) -> None:
     root = tmp_path / "ws"
     (root / "zones").mkdir(parents=True)
-    (root / "zones" / f"{ZONE}.yaml").write_text(_definition())
+    (root / "zones" / f"{ZONE}.yaml").write_text(_definition(denial))
     first = _sign(root, NOW).zones[0]
     assert first.signed == HANDLES
     assert first.dnssec is not None
@@ -78,7 +83,12 @@ def test_daily_runs_renew_a_bounded_share(tmp_path: Path) -> None:
         full = _sign(twin, now, incremental=False).zones[0]
         for name in OUTPUTS:
             assert (root / name).read_bytes() == (twin / name).read_bytes(), (day, name)
+        # A patch, not a full signing: just the handles due signed again.
+        assert zone.patched is not None, (day, zone.changes)
+        assert full.patched is None
         assert zone.signed == full.signed
+        assert zone.changes == full.changes, day
+        assert zone.dnssec == full.dnssec, day
         envelopes_per_day.append(full.signed)
         assert full.dnssec is not None
         rrsigs_per_day.append(full.dnssec.get("renewed"))

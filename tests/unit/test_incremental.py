@@ -90,6 +90,7 @@ def _memo(**changes: object) -> Memo:
         "entries": ("  - ~a", "  - ~b"),
         "keys": ("1 2 3 4 5 6", "- -"),
         "ttls": (60, 60),
+        "dues": (5000, 2**40),
         "log": ((2, "00" * 32),),
         "serial": 7,
         "serial_at": 100,
@@ -111,6 +112,7 @@ def test_a_memo_reads_back_as_written(tmp_path: Path) -> None:
     again = Memo.read(path)
     assert again is not None
     assert list(again.segments) == [200, 2**40, 2**40 + 1]
+    assert list(again.dues) == [5000, 2**40]
     assert (again.refs, again.entries, again.log, again.apex) == (
         memo.refs,
         memo.entries,
@@ -123,7 +125,7 @@ def test_a_memo_reads_back_as_written(tmp_path: Path) -> None:
     "damage",
     [
         lambda text: text[: len(text) // 2],
-        lambda text: text.replace("alter-publish/memo/1", "alter-publish/memo/0"),
+        lambda text: text.replace("alter-publish/memo/2", "alter-publish/memo/0"),
         lambda text: text.replace('"~b"', '"~b","~c"'),
         lambda text: "[]",
         lambda text: "",

@@ -198,6 +198,7 @@ class _Patcher:
     hashes_added: dict[bytes, Bitmap] = field(default_factory=dict)
     hashes_removed: dict[bytes, Block] = field(default_factory=dict)
     relinked: dict[Labels, Block] = field(default_factory=dict)
+    jobs: int = 1  # processes that sign
 
     # -- the blocks --------------------------------------------------------------------
 
@@ -428,6 +429,7 @@ class _Patcher:
             origin=self.section.origin,
             names=self.names,
             spread=self.spec,
+            jobs=self.jobs,
         )
         fresh: dict[Labels, list[tuple[RRs, str]]] = {}
         for (name, rrs, marker), signed in zip(self.todo, lines, strict=True):
@@ -483,16 +485,22 @@ def patch_chain(
     resign: Sequence[tuple[Labels, RRs]],
     added: Sequence[tuple[Labels, RRs]],
     removed: Sequence[Labels],
+    blocks: Mapping[Labels, Block] | None = None,
+    jobs: int = 1,
 ) -> ChainPatch:
     """The edits of ``section`` that add the TXT rrsets ``added`` at new owners, remove
     the owners ``removed`` (each holding just a TXT rrset), re-sign the rrsets
     ``resign`` in place, and relink the NSEC or NSEC3 chain (``names``: each owner named
-    here, and the apex, as written).
+    here, and the apex, as written; ``blocks``: the blocks of owners in ``resign``
+    already found, whose lines the loopback proof does not need: renewals; ``jobs``:
+    processes that sign).
 
     Raises:
         ValueError: the change cannot be made exactly as a full signing would make it.
     """
     patcher = _Patcher(section, spec, keys, window, denial_ttl, dict(names), dict(added), {})
+    patcher.relinked.update(blocks or {})
+    patcher.jobs = jobs
     for name in removed:
         block = section.find(name)
         if block is None:
@@ -518,7 +526,12 @@ def patch_chain(
     edits, inserted = patcher.edits()
     gone = sum(section.data.count(b" IN RRSIG ", start, end) for start, end, _ in edits)
     made = sum(text.count(b" IN RRSIG ") for _, _, text in edits)
-    proof = [text.decode("ascii") for _, _, text in edits if text]
+    quiet = {block.start for block in (blocks or {}).values()}
+    proof = [
+        text.decode("ascii")
+        for start, end, text in edits
+        if text and (start == end or start not in quiet)
+    ]
     proof += _denials(patcher)
     return ChainPatch(edits, inserted, "".join(proof), made - gone)
 

@@ -641,10 +641,12 @@ def rrsig_lines(
     origin: Labels,
     names: Mapping[Labels, str],
     spread: DNSSECSpec | None = None,
+    jobs: int = 1,
 ) -> list[str]:
-    """The RRSIG lines of a few authoritative non-DNSKEY rrsets (signed by the active
-    ZSKs), one string per rrset, byte for byte as :func:`sign_records` writes them
-    (``spread``: its ``spec`` when it spreads renewals).
+    """The RRSIG lines of a few authoritative rrsets (the DNSKEY, CDS and CDNSKEY rrsets
+    signed by the active KSKs, the rest by the active ZSKs), one string per rrset, byte
+    for byte as :func:`sign_records` writes them (``spread``: its ``spec`` when it
+    spreads renewals), made by ``jobs`` processes when there are many.
 
     Raises:
         SigningError: no active KSK or ZSK.
@@ -652,13 +654,14 @@ def rrsig_lines(
     signers = _SignerCache(keys, origin, window, spread)
     signing = signers.signing
     todo: list[_Job] = []
+    ends: list[int] = []
     for name, rrs in rrsets:
-        owner_at, _, zsks = signers.of(name)
-        todo.extend(_jobs(name, rrs, zsks, owner_at))
+        owner_at, ksks, zsks = signers.of(name)
+        todo.extend(_jobs(name, rrs, ksks if rrs.rdtype in _KSK_SIGNED else zsks, owner_at))
+        ends.append(len(todo))
     raw = tuple(_raw(key) for key in signing)
-    with Workers(1, (raw, todo, names)) as pool:
+    with Workers(jobs, (raw, todo, names), size=len(todo)) as pool:
         done = [
-            line for chunk in pool.map_chunks(_sign_task, [(0, len(todo))]) for _, line in chunk
+            line for chunk in pool.map_chunks(_sign_task, ranges(len(todo))) for _, line in chunk
         ]
-    per = len(signers.of(origin)[2])
-    return ["".join(done[i : i + per]) for i in range(0, len(done), per)]
+    return ["".join(done[start:end]) for start, end in zip([0, *ends], ends, strict=False)]

@@ -345,6 +345,19 @@ def _bitmap_text(types: str) -> bytes:
     return _bitmap(tuple(_plain(types)))
 
 
+def rdata_wire(kind: str, rdata: str) -> bytes | None:
+    """The wire form (canonical: no names in it) of one TXT or NSEC3 rdata as this
+    module reads it; None for any other type or text it does not read (then: dnspython).
+    """
+    reader = {"TXT": _txt, "NSEC3": _nsec3}.get(kind)
+    if reader is None:
+        return None
+    try:
+        return reader(rdata)[1]
+    except ValueError:
+        return None
+
+
 _READERS: dict[str, Callable[[str], tuple[int, bytes]]] = {
     "RRSIG": _rrsig,
     "TXT": _txt,

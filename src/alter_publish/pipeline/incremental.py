@@ -32,7 +32,7 @@ from typing import Any
 from alter_publish.errors import RenderError
 from alter_publish.fileio import Chunk, atomic_write_bytes
 
-MEMO_FORMAT = "alter-publish/memo/1"
+MEMO_FORMAT = "alter-publish/memo/2"
 
 #: Above this share of changed handles a full run is as quick and simpler.
 PATCH_MAX_SHARE = 0.05
@@ -144,6 +144,7 @@ class Memo:
         entries: each handle's entry text in the definition.
         keys: each handle's key ``stat`` line (``fingerprint.handle_key_lines``).
         ttls: each handle's TTL.
+        dues: when each handle's envelope falls due for renewal (``memory.envelope_due``).
         log: the IdentityLog's Merkle tree frontier after that run (``MerkleTree.resume``).
         serial: the SOA serial; ``serial_at`` where its digits start in the zone file.
         rendered_end: where the rendered text ends in the zone file (the DNSSEC records,
@@ -163,6 +164,7 @@ class Memo:
     entries: tuple[str, ...]
     keys: tuple[str, ...]
     ttls: tuple[int, ...]
+    dues: Sequence[int]
     log: tuple[tuple[int, str], ...]
     serial: int
     serial_at: int
@@ -195,6 +197,7 @@ class Memo:
                 entries=tuple(doc["entries"]),
                 keys=tuple(doc["keys"]),
                 ttls=tuple(doc["ttls"]),
+                dues=_unpacked(doc["dues"]),
                 log=tuple((int(size), str(digest)) for size, digest in doc["log"]),
                 serial=int(doc["serial"]),
                 serial_at=int(doc["serial_at"]),
@@ -208,8 +211,8 @@ class Memo:
         except (OSError, ValueError, KeyError, TypeError, IndexError, AttributeError):
             return None
         count = len(memo.refs)
-        sizes = (len(memo.entries), len(memo.keys), len(memo.ttls))
-        if sizes != (count,) * 3 or len(memo.segments) != count + 1:
+        sizes = (len(memo.entries), len(memo.keys), len(memo.ttls), len(memo.dues))
+        if sizes != (count,) * 4 or len(memo.segments) != count + 1:
             return None
         if len(memo.envelopes) != count + 1 or len(memo.blocks) not in (0, 2 * count):
             return None
@@ -262,7 +265,7 @@ class Memo:
         atomic_write_bytes(path, self.to_bytes(), error=RenderError)
 
 
-_PACKED = frozenset({"segments", "blocks", "envelopes"})
+_PACKED = frozenset({"segments", "blocks", "envelopes", "dues"})
 
 
 def _packed(values: Sequence[int]) -> str:

@@ -77,6 +77,19 @@ def fingerprint_inputs(
     )
 
 
+#: An envelope that never expires never falls due (past any ``now`` a run can take).
+NEVER_DUE = SERIAL_MAX * 2
+
+
+def envelope_due(item: SignedHandle, spec: ZoneSpec) -> int:
+    """When a run must renew ``item``'s envelope (``renew_before`` ahead of its ``x=``)."""
+    envelope = item.envelope
+    if envelope.expires_at is None:
+        return NEVER_DUE
+    lifetime = item.spec.lifetime or envelope.expires_at - envelope.signed_at
+    return envelope.expires_at - spec.renew_window(lifetime)
+
+
 def valid_span(
     signed: Sequence[SignedHandle], window: SignatureWindow | None, spec: ZoneSpec
 ) -> tuple[int, int]:
@@ -84,12 +97,7 @@ def valid_span(
     and every RRSIG made in ``window``."""
     start = max((item.envelope.signed_at for item in signed), default=0)
     start -= CLOCK_SKEW_SECONDS
-    stop = SERIAL_MAX * 2
-    for item in signed:
-        envelope = item.envelope
-        if envelope.expires_at is not None:
-            lifetime = item.spec.lifetime or envelope.expires_at - envelope.signed_at
-            stop = min(stop, envelope.expires_at - spec.renew_window(lifetime))
+    stop = min((envelope_due(item, spec) for item in signed), default=NEVER_DUE)
     if window is not None:  # the zone's window: until the next renewal slot starts
         start = max(start, window.expiration - spec.dnssec.signature_validity)
         stop = min(stop, window.renews_at(spec.dnssec))
@@ -240,6 +248,7 @@ def _full_memo(
         entries=entries.texts,
         keys=tuple(handle_lines),
         ttls=tuple(item.spec.ttl for item in plan.signed),
+        dues=tuple(envelope_due(item, spec) for item in plan.signed),
         log=plan.log_frontier,
         serial=plan.state.serial,
         serial_at=layout.serial_at,

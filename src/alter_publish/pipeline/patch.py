@@ -19,14 +19,8 @@ from typing import Any
 
 import dns.zone
 
-from alter_publish.definition.model import (
-    ZoneSpec,
-)
-from alter_publish.definition.state import (
-    SerialState,
-    zone_sha256,
-)
-from alter_publish.dns.anchors import TrustAnchor, read_trust_anchors
+from alter_publish.definition.model import ZoneSpec
+from alter_publish.definition.state import SerialState, zone_sha256
 from alter_publish.dns.chainpatch import ChainPatch, SignedSection, patch_chain
 from alter_publish.dns.records import HandleRecord, Labels, RRs, from_zone, labels_of
 from alter_publish.dns.zonetext import parse_zone_text
@@ -47,7 +41,7 @@ from alter_publish.keys.lifecycle import (
     revocations_path_for,
     zone_revocations,
 )
-from alter_publish.pipeline.build import dnssec_fingerprint
+from alter_publish.pipeline.build import dnssec_fingerprint, zone_changes
 from alter_publish.pipeline.chain import (
     EnvelopeChain,
     LoadedKey,
@@ -69,10 +63,12 @@ from alter_publish.pipeline.incremental import (
 )
 from alter_publish.pipeline.memory import (
     base_digest,
+    envelope_due,
     valid_span,
     write_fingerprint,
 )
-from alter_publish.pipeline.patchbase import PatchBase, patch_base
+from alter_publish.pipeline.patchbase import PatchBase, patch_base, prove_patch
+from alter_publish.pipeline.patchrenew import header_window, renewal, renewed
 from alter_publish.pipeline.patchtext import handle_line_edits, log_line_edit, touched_olds
 from alter_publish.pipeline.paths import current_outputs
 from alter_publish.pipeline.render import (
@@ -85,7 +81,7 @@ from alter_publish.pipeline.render import (
 )
 from alter_publish.pipeline.reports import Change, Stopwatch, ZoneResult, zone_result
 from alter_publish.pipeline.transparency import Publication, resumed_publication, with_proofs
-from alter_publish.verify.proof import Expectation, ProofReport, prove_zone
+from alter_publish.verify.proof import Expectation, ProofReport
 from alter_publish.version import __version__
 
 _SOA_TYPE = 6
@@ -229,7 +225,7 @@ class _Signed:
 
     edits: list[Edit]
     chain: ChainPatch
-    signatures: int
+    signatures: tuple[int, int]  # the zone's RRSIGs, those made in a window started since
 
 
 def _patched_zone(
@@ -253,7 +249,7 @@ def _patched_zone(
         dnssec = None
         if base.window is not None:
             with watch.stage("dnssec"):
-                dnssec = _patched_blocks(rendered, base, zone_file.name)
+                dnssec = _patched_blocks(rendered, base, zone_file.name, ctx.jobs)
             zone_edits.extend(dnssec.edits)
             proof_text.append(dnssec.chain.blocks)
         # Edits that change nothing (an entry's comment edited, say) are no edits: a full run
@@ -269,10 +265,10 @@ def _patched_zone(
     return rendered, zone_edits, dnssec, mini
 
 
-def _patched_blocks(rendered: _Rendered, base: PatchBase, where: str) -> _Signed:
-    """The DNSSEC edits: the SOA's and the edited handles' RRSIGs made again, the added
-    and removed handles' owners put in and taken out of the denial chain (see
-    :mod:`alter_publish.dns.chainpatch`), and the count of signatures.
+def _patched_blocks(rendered: _Rendered, base: PatchBase, where: str, jobs: int) -> _Signed:
+    """The DNSSEC edits: the RRSIGs of the SOA, the edited handles and the owners whose
+    slot started made again, the added and removed handles' owners put in and taken out
+    of the denial chain (:mod:`alter_publish.dns.chainpatch`), the header's count and window.
 
     Raises:
         ValueError: that cannot be done exactly as a full signing does it.
@@ -303,20 +299,25 @@ def _patched_blocks(rendered: _Rendered, base: PatchBase, where: str) -> _Signed
         removed.append(labels_of(owner))
         names[removed[-1]] = owner
     (minimum,) = struct.unpack("!I", soa.wires[0][-4:])
+    section = SignedSection(old_zone, header.end(), len(old_zone), origin)
+    due = renewal(base, section, rendered.head, records, resign)
     chain = patch_chain(
-        SignedSection(old_zone, header.end(), len(old_zone), origin),
+        section,
         spec=base.spec.dnssec,
         keys=base.zone_keys,
         window=base.window,
         denial_ttl=min(int(minimum), soa.ttl),
-        names=names,
-        resign=resign,
+        names={**names, **due.names},
+        resign=[*resign, *due.resign],
         added=added,
         removed=removed,
+        blocks=due.blocks,
+        jobs=jobs,
     )
     count = int(header.group(1)) + chain.signatures
-    edits: list[Edit] = [(header.start(1), header.end(1), str(count).encode()), *chain.edits]
-    return _Signed(edits, chain, count)
+    window = header_window(header.group(0), header.start(), base.window)
+    edits = [(header.start(1), header.end(1), str(count).encode()), window, *chain.edits]
+    return _Signed(edits, chain, (count, renewed(chain.edits, base)))
 
 
 def _envelope_edits(
@@ -398,7 +399,7 @@ def _blocks_after(
     ]
     positions = {id(edit): at for edit, at in zip(zone_edits, placed(zone_edits), strict=True)}
     chain = signed_edits.chain
-    inserted = {name: signed_edits.edits[1 + index] for name, index in chain.inserted.items()}
+    inserted = {name: signed_edits.edits[2 + index] for name, index in chain.inserted.items()}
     blocks: list[int] = []
     owners = {
         index: labels_of(item.owner)
@@ -420,9 +421,10 @@ def _memo_after(
     rendered: _Rendered,
     edits: tuple[Sequence[Edit], Sequence[Edit], dict[int, Edit], _Signed | None],
     lines: tuple[str, ...],
-    ttls: tuple[int, ...],
+    ttls: tuple[tuple[int, ...], tuple[int, ...]],
 ) -> Memo:
-    """The memo once the zone file and envelopes document ``edits`` are made."""
+    """The memo once the zone file and envelopes document ``edits`` are made (``ttls``:
+    each handle's TTL, and when its envelope falls due)."""
     memo = base.memo
     zone_edits, envelope_edits, added_lines, signed_edits = edits
     count = len(memo.refs)
@@ -448,7 +450,8 @@ def _memo_after(
         refs=tuple(refs),
         entries=base.entries.texts,
         keys=lines,
-        ttls=ttls,
+        ttls=ttls[0],
+        dues=ttls[1],
         log=tuple(tree.frontier()),
         serial=rendered.serial,
         segments=[*segments, zone_moved[count]],
@@ -473,7 +476,7 @@ class Patched:
     memo: Memo  # after the patch (``base`` is taken once the outputs are written)
     handle_keys: tuple[tuple[str, int], ...]
     handle_lines: tuple[str, ...]
-    signatures: int | None  # the zone's RRSIGs (None: not signed)
+    signatures: tuple[int, int] | None  # the zone's RRSIGs, those renewed (None: unsigned)
     proof: ProofReport
     watch: Stopwatch
     publication: Publication
@@ -547,15 +550,18 @@ class Patched:
             if not base.edited(index) and item.spec.handle.ref not in named
         )
         changes += (Change(ref, "removed", "") for ref in sorted(self._removed()))
-        return changes
+        return changes + zone_changes(base.state, "", base.window, base.zone_keys, True)
 
     def _summary(self) -> dict[str, Any]:
         """The record's summary of the run the patch makes."""
         summary = {**self.base.record.summary, "serial": self.state.serial}
         summary.pop("log", None)
         summary |= self.spec.log.to_mapping()
-        if self.signatures is not None and isinstance(summary.get("dnssec"), dict):
-            summary["dnssec"] = {**summary["dnssec"], "signatures": self.signatures}
+        window = self.state.signatures
+        if self.signatures is not None and window and isinstance(summary.get("dnssec"), dict):
+            times = {"inception": window.inception, "expiration": window.expiration}
+            counts = {"signatures": self.signatures[0], "renewed": self.signatures[1]}
+            summary["dnssec"] = {**summary["dnssec"], **counts, **times}
         return summary
 
     def _writes(self) -> Writes:
@@ -579,10 +585,11 @@ class Patched:
     def _remember(self, ctx: RunContext) -> None:
         """The fingerprint and memo of the run the patch makes."""
         spec, record = self.spec, self.base.record
-        # The span of the envelopes patched in, within the last run's (a little short,
-        # never long: a later run at worst goes in full).
+        # From when the envelopes patched in are reused, within the last run's (a little
+        # late, never early: a run before at worst goes in full); until one falls due.
         valid_from, valid_until = valid_span(self.chained.chain.signed, self.state.signatures, spec)
-        span = (max(record.valid_from, valid_from), min(record.valid_until, valid_until))
+        until = min(valid_until, min(self.memo.dues, default=valid_until))
+        span = (max(record.valid_from, valid_from), until)
         summary = self._summary()
         entries = self.base.entries
         write_fingerprint(
@@ -590,35 +597,6 @@ class Patched:
         )
         base = base_digest(ctx, spec.path, spec.origin, entries)
         dataclasses.replace(self.memo, base=base).write(memo_path(ctx.out, spec.path))
-
-
-def _prove(
-    ctx: RunContext,
-    base: PatchBase,
-    chained: _Chained,
-    rendered: _Rendered,
-    mini: dns.zone.Zone,
-    ds_file: Path,
-) -> ProofReport:
-    """Prove the changed names on loopback: the changed handles, the removed ones denied,
-    the checkpoint record if it changed; to the zone's DS when it is signed.
-
-    Raises:
-        ServeError: the loopback server could not start.
-    """
-    anchors: tuple[TrustAnchor, ...] = ()
-    if base.window is not None:
-        anchors = read_trust_anchors(ds_file)
-    return prove_zone(
-        mini,
-        base.spec,
-        chained.expectations,
-        now=ctx.now,
-        anchors=anchors,
-        probe=False,
-        absent=tuple(parse_handle(base.memo.refs[old]) for old in base.removed),
-        checkpoint=None if rendered.log is None else rendered.log.texts[0],
-    )
 
 
 def patched(ctx: RunContext, start: ZoneStart) -> Patched | None:
@@ -652,18 +630,21 @@ def patched(ctx: RunContext, start: ZoneStart) -> Patched | None:
         return None
     rendered, zone_edits, dnssec, mini = made
     with watch.stage("proof"):
-        proof = _prove(ctx, base, chained, rendered, mini, outputs[2])
+        log_text = None if rendered.log is None else rendered.log.texts[0]
+        proof = prove_patch(ctx, base, chained.expectations, log_text, mini, outputs[2])
     envelope_edits, added_lines = _envelope_edits(base, signed, rendered)
     handle_keys, lines = _handle_keys(ctx, base, signed, start.handle_lines)
     ttls = [base.memo.ttls[old] if old is not None else 0 for old in base.olds]
-    for index, handle_spec in zip(base.changed, base.spec.handles, strict=True):
-        ttls[index] = handle_spec.ttl
+    dues = [base.memo.dues[old] if old is not None else 0 for old in base.olds]
+    for index, item in zip(base.changed, signed, strict=True):
+        ttls[index], dues[index] = item.spec.ttl, envelope_due(item, base.spec)
     old_zone, old_envelopes = rendered.old_zone, rendered.old_envelopes
     new_zone = tuple(apply_edits(memoryview(old_zone), zone_edits)) if zone_edits else None
     state = dataclasses.replace(
         base.state,
         serial=rendered.serial,
         digest=rendered.digest,
+        signatures=base.window or base.state.signatures,
         zone_sha256=zone_sha256((old_zone,) if new_zone is None else new_zone),
     )
     return Patched(
@@ -682,7 +663,7 @@ def patched(ctx: RunContext, start: ZoneStart) -> Patched | None:
             rendered,
             (zone_edits, envelope_edits, added_lines, dnssec),
             lines,
-            tuple(ttls),
+            (tuple(ttls), tuple(dues)),
         ),
         handle_keys=handle_keys,
         handle_lines=lines,

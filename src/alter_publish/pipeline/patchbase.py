@@ -5,20 +5,32 @@ from __future__ import annotations
 
 import dataclasses
 import itertools
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
+from pathlib import Path
+
+import dns.zone
 
 from alter_publish.definition.loader import read_definition
 from alter_publish.definition.model import (
+    DNSSECSpec,
     HandleSpec,
     ZoneSpec,
     load_handle_entries,
     load_zone_text,
 )
-from alter_publish.definition.state import SerialState, SignatureWindow, key_states, state_path_for
+from alter_publish.definition.state import (
+    SerialState,
+    SignatureWindow,
+    key_states,
+    renewal_slots,
+    state_path_for,
+)
+from alter_publish.dns.anchors import TrustAnchor, read_trust_anchors
 from alter_publish.dns.dnssec import choose_window
 from alter_publish.dns.zonekeys import ZoneKey
 from alter_publish.errors import AlterError, DefinitionError
+from alter_publish.format.handles import parse_handle
 from alter_publish.pipeline.context import RunContext, ZoneStart
 from alter_publish.pipeline.fingerprint import Fingerprint
 from alter_publish.pipeline.incremental import (
@@ -31,6 +43,10 @@ from alter_publish.pipeline.incremental import (
     split_entries,
 )
 from alter_publish.pipeline.memory import base_digest, shipped_templates
+from alter_publish.verify.proof import Expectation, ProofReport, prove_zone
+
+#: Up to this share of a zone's envelopes falling due at once, a patch renews them.
+RENEW_MAX_SHARE = 0.5
 
 
 @dataclass(frozen=True, slots=True)
@@ -56,13 +72,28 @@ class PatchBase:
         return self.olds[index] is not None
 
 
+def renewable(previous: SignatureWindow | None, window: SignatureWindow, spec: DNSSECSpec) -> bool:
+    """The zone window moved from ``previous`` to ``window`` within one renewal cycle
+    (same validity): the RRSIGs of the owners whose slot started since are made again,
+    the rest stay, as a full signing keeps them."""
+    if previous is None:
+        return False
+    if window == previous:
+        return True
+    slots, length = renewal_slots(spec.signature_validity - spec.refresh)
+    moved = window.inception - previous.inception
+    same = window.expiration - window.inception == previous.expiration - previous.inception
+    return same and slots > 1 and 0 < moved < slots * length and moved % length == 0
+
+
 def _changed_entries(
     ctx: RunContext, start: ZoneStart, record: Fingerprint, memo: Memo
-) -> tuple[Entries, Alignment] | None:
-    """The definition's entries and how they stand against the memo's; None when the
-    definition or anything else the memo rests on is not as it was."""
-    if not record.valid_from <= ctx.now < record.valid_until:
-        return None  # something falls due: a full run renews it
+) -> tuple[Entries, Alignment, int] | None:
+    """The definition's entries, how they stand against the memo's (the handles whose
+    envelope falls due among those to sign) and how many are signed only for that; None
+    when the definition or anything else the memo rests on is not as it was."""
+    if ctx.now < record.valid_from:
+        return None  # the clock went back: a full run says what that means
     try:
         entries = split_entries(read_definition(start.definition))
     except DefinitionError:
@@ -75,7 +106,16 @@ def _changed_entries(
     alignment = align_entries(memo.entries, memo.keys, entries.texts, start.handle_lines)
     if alignment is None:
         return None
-    return entries, alignment
+    # Handles whose envelope falls due are signed again like edits (the chain renews them).
+    due = [
+        index
+        for index, old in enumerate(alignment.olds)
+        if old is not None and memo.dues[old] <= ctx.now
+    ]
+    if len(due) > len(memo.refs) * RENEW_MAX_SHARE:
+        return None  # most of the zone falls due: a full run is as quick
+    signed = tuple(sorted(set(alignment.signed) | set(due)))
+    return entries, Alignment(alignment.olds, signed), len(signed) - len(alignment.signed)
 
 
 def _matched(
@@ -129,7 +169,7 @@ def patch_base(ctx: RunContext, start: ZoneStart) -> PatchBase | None:
     found = _changed_entries(ctx, start, record, memo)
     if found is None:
         return None
-    entries, alignment = found
+    entries, alignment, renewals = found
     try:
         zone = load_zone_text(entries.header, start.definition)
         handle_specs: tuple[HandleSpec, ...] = ()
@@ -144,8 +184,8 @@ def patch_base(ctx: RunContext, start: ZoneStart) -> PatchBase | None:
     if matched is None:
         return None
     olds, removed = matched
-    changes = len(alignment.signed) + len(removed)
-    if not changes or changes > max(1, int(len(memo.refs) * PATCH_MAX_SHARE)):
+    changes = len(alignment.signed) - renewals + len(removed)
+    if changes > max(1, int(len(memo.refs) * PATCH_MAX_SHARE)):
         return None
     owners = [h.owner for h in handle_specs]
     if len(set(owners)) != len(owners):
@@ -163,8 +203,42 @@ def patch_base(ctx: RunContext, start: ZoneStart) -> PatchBase | None:
     if spec.dnssec.enabled:
         zone_keys = ctx.keys.zones.current(spec.origin, create=False, now=ctx.now)
         window = choose_window(ctx.now, spec.dnssec)
-        if window != state.signatures or key_states(zone_keys) != state.keys:
+        if not renewable(state.signatures, window, spec.dnssec):
             return None
+        if key_states(zone_keys) != state.keys:
+            return None
+    if not changes and not renewals and window == state.signatures:
+        return None  # nothing to do that the unchanged path did not see: a full run
     return PatchBase(
         record, memo, entries, olds, alignment.signed, removed, spec, state, zone_keys, window
+    )
+
+
+def prove_patch(
+    ctx: RunContext,
+    base: PatchBase,
+    expectations: Mapping[str, Expectation],
+    checkpoint: str | None,
+    mini: dns.zone.Zone,
+    ds_file: Path,
+) -> ProofReport:
+    """Prove a patch's names on loopback (``mini``: the zone of the changed lines): the
+    changed handles, the removed ones denied, the ``checkpoint`` record if it changed;
+    to the zone's DS (``ds_file``) when it is signed.
+
+    Raises:
+        ServeError: the loopback server could not start.
+    """
+    anchors: tuple[TrustAnchor, ...] = ()
+    if base.window is not None:
+        anchors = read_trust_anchors(ds_file)
+    return prove_zone(
+        mini,
+        base.spec,
+        expectations,
+        now=ctx.now,
+        anchors=anchors,
+        probe=False,
+        absent=tuple(parse_handle(base.memo.refs[old]) for old in base.removed),
+        checkpoint=checkpoint,
     )
