@@ -41,6 +41,17 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import IO, Any
 
+import dns.message
+import dns.query
+import dns.rcode
+import dns.rdatatype
+import dns.update
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+
+from tests.integration import servers  # the test harness's servers
+from tests.integration.servers import Knot, make_tsig_key
+
 REPO = Path(__file__).resolve().parents[1]
 DEFAULT_OUTPUT = REPO / "bench" / "RESULTS.md"
 ZONE = "bench.example"
@@ -84,6 +95,28 @@ TARGET_ONE_CHANGE_SECONDS = 3.0
 TARGET_ONE_NAME_SECONDS = 1.0
 TARGET_NO_CHANGE_SECONDS = 2.0
 TARGET_QPS = 10_000.0
+DAY_SECONDS = 86_400
+#: The definition's default envelope lifetime (definition/model.py DEFAULT_LIFETIME_SECONDS).
+ENVELOPE_LIFETIME_SECONDS = 30 * DAY_SECONDS
+#: Daily renewal runs at steady state: signs this many days after the first sign.
+RENEWAL_DAYS = (1, 2)
+#: The full re-sign: every envelope and RRSIG expired (outputs present).
+RESIGN_NOW = NOW + ENVELOPE_LIFETIME_SECONDS + DAY_SECONDS
+#: Its sampled twin: everything expired once more.
+RESIGN_TWIN_NOW = RESIGN_NOW + ENVELOPE_LIFETIME_SECONDS + DAY_SECONDS
+#: issue 16's targets (bench/README.md): at 100,000 handles ...
+TARGET_DAILY_SECONDS = 3.0
+TARGET_RESIGN_SECONDS = 30.0
+TARGET_ISSUE_NO_CHANGE_SECONDS = 0.5
+#: ... and at 1,000,000 handles.
+BIG_SIZE = 1_000_000
+TARGET_BIG_SIGN_SECONDS = 360.0
+TARGET_BIG_PEAK_MIB = 8192.0
+TARGET_BIG_ADD_SECONDS = 2.0
+KNOT_UPDATES = 5
+KNOT_READY_SECONDS = 1800.0
+KNOT_POLL_SECONDS = 0.01
+KNOT_SIGNED_TIMEOUT_SECONDS = 60.0
 DNSSEC_TYPES = frozenset({"RRSIG", "NSEC", "NSEC3", "NSEC3PARAM", "DNSKEY"})
 CLASSES = frozenset({"IN", "CH", "HS", "CS"})
 STAGE_ORDER = (
@@ -107,6 +140,8 @@ PACKAGES = {
     "dnssec-signzone": "bind9-utils",
     "dnssec-keygen": "bind9-utils",
     "dnsperf": "dnsperf",
+    "knotd": "knot",
+    "knotc": "knot",
     "openssl": "openssl",
 }
 QUOTED = re.compile(r'"(?:[^"\\]|\\.)*"')
@@ -860,6 +895,13 @@ class SizeResult:
     floor: float | None = None
     qps: float | None = None
     serve_start: float | None = None
+    #: Daily renewal runs: (label, wall seconds).
+    renewals: list[tuple[str, float]] = field(default_factory=list)
+    resign: float | None = None
+    resign_peak_mib: float | None = None
+    #: Knot DNS: seconds from sending each RFC 2136 add to its RRSIG being served.
+    knot_updates: list[float] = field(default_factory=list)
+    kzonesign: float | None = None
     notes: list[str] = field(default_factory=list)
 
     def add(self, row: Row) -> None:
@@ -1011,6 +1053,90 @@ def targets(result: SizeResult) -> list[str]:
     return out
 
 
+def seconds_text(value: float | None) -> str:
+    """``1.23 s`` or ``not measured``."""
+    return "not measured" if value is None else f"{value:,.2f} s"
+
+
+def issue_targets(result: SizeResult) -> list[str]:
+    """Issue 16's targets table for this size (100,000 or 1,000,000 handles), or []."""
+    names = dict(result.names)
+    rows: list[tuple[str, str, str, bool | None]] = []
+    if result.handles == TARGET_SIZE:
+        changes = [
+            ("add one handle", names.get("one handle added")),
+            ("remove one handle", names.get("one handle removed")),
+            ("rename one handle", names.get("one handle renamed")),
+            ("edit one handle", result.one_change),
+            ("rotate one key (its sign)", result.rotated),
+        ]
+        rows += [
+            (label, "< 1.0 s", seconds_text(value), below(value, TARGET_ONE_NAME_SECONDS))
+            for label, value in changes
+        ]
+        no_change = below(result.no_change, TARGET_ISSUE_NO_CHANGE_SECONDS)
+        rows.append(("nothing changed", "< 0.5 s", seconds_text(result.no_change), no_change))
+        for label, value in result.renewals:
+            rows.append((label, "< 3 s", seconds_text(value), below(value, TARGET_DAILY_SECONDS)))
+        if not result.renewals:
+            rows.append(("daily renewal", "< 3 s", "not measured", None))
+        rows.append(
+            (
+                "full re-sign, outputs present, all expired",
+                "< 30 s",
+                seconds_text(result.resign),
+                below(result.resign, TARGET_RESIGN_SECONDS),
+            )
+        )
+        peak = result.resign_peak_mib
+        rows.append(
+            (
+                "full re-sign: peak",
+                "< 1 GiB",
+                "not measured" if peak is None else f"{peak:,.0f} MiB",
+                below(peak, TARGET_PEAK_MIB),
+            )
+        )
+    elif result.handles == BIG_SIZE:
+        peak = result.peak_sign_mib
+        rows += [
+            (
+                "first full sign with proof",
+                "< 6 min",
+                seconds_text(result.full_sign),
+                below(result.full_sign, TARGET_BIG_SIGN_SECONDS),
+            ),
+            (
+                "first full sign: peak",
+                "< 8 GiB",
+                "not measured" if peak is None else f"{peak:,.0f} MiB",
+                below(peak, TARGET_BIG_PEAK_MIB),
+            ),
+            (
+                "add one handle",
+                "< 2 s",
+                seconds_text(names.get("one handle added")),
+                below(names.get("one handle added"), TARGET_BIG_ADD_SECONDS),
+            ),
+        ]
+    else:
+        return []
+    knot = result.knot_updates
+    knot_text = (
+        "not measured" if not knot else f"{min(knot):.3f}-{max(knot):.3f} s ({len(knot)} updates)"
+    )
+    rows += [
+        ("Knot DNS: one RFC 2136 add signed and served", "measured", knot_text, None),
+        ("kzonesign, same records", "measured", seconds_text(result.kzonesign), None),
+        ("ldns-signzone, same records", "measured", seconds_text(result.ldns), None),
+    ]
+    lines = ["| target | limit | measured | verdict |", "|---|---|---:|---|"]
+    for label, limit, measured, ok in rows:
+        mark = "-" if limit == "measured" else verdict(ok)
+        lines.append(f"| {label} | {limit} | {measured} | {mark} |")
+    return lines
+
+
 def render_results(machine: Machine, command: str, results: Sequence[SizeResult]) -> str:
     """bench/RESULTS.md."""
     lines = [
@@ -1050,8 +1176,11 @@ def render_results(machine: Machine, command: str, results: Sequence[SizeResult]
             ),
             *(f"- note: {text}" for text in result.notes),
         ]
+        table = issue_targets(result)
+        if table:
+            lines += ["", f"### Issue 16 targets at {result.handles:,} handles", "", *table]
         if result.handles == TARGET_SIZE:
-            lines += ["", "### Targets at 100,000 handles", "", *targets(result)]
+            lines += ["", "### Earlier targets (issue 6) at 100,000 handles", "", *targets(result)]
     return "\n".join(lines) + "\n"
 
 
@@ -1081,6 +1210,7 @@ def run_size(
 ) -> SizeResult:
     """Every step at one size, in workspace ``root``."""
     result = SizeResult(handles, root)
+    result.note("load average at start (1, 5, 15 min): " + load_text())
     print(f"\n{handles:,} handles, denial {options.denial}, workspace {root}", flush=True)
     write_zone(root, handles, options.denial)
 
@@ -1190,7 +1320,14 @@ def run_size(
                 f"server answered {perf.start_seconds:.1f} s after start",
             )
         )
+    renewals(result, root, options)
+    result.note("load average at end (1, 5, 15 min): " + load_text())
     return result
+
+
+def load_text() -> str:
+    """The load averages, e.g. ``2.01 1.54 3.00``."""
+    return " ".join(f"{value:.2f}" for value in os.getloadavg())
 
 
 def edit_definition(definition: Path, old: str, new: str) -> None:
@@ -1230,6 +1367,114 @@ def names_changed(result: SizeResult, root: Path, options: Options) -> None:
         result.add_run(f"{label}: sign", run, detail)
 
 
+def renewals(result: SizeResult, root: Path, options: Options) -> None:
+    """Daily renewal runs (1 and 2 days after the first sign), then the full re-sign of
+    everything with the outputs present and every envelope and RRSIG expired, timed,
+    and its sampled twin (everything expired once more) for its peak."""
+    for days in RENEWAL_DAYS:
+        before = snapshot(root)
+        run = cli(root, *sign_args(options, NOW + days * DAY_SECONDS), sample=False)
+        changes = rewritten(before, snapshot(root))
+        zone = zone_report(run)
+        label = f"daily renewal, day {days}"
+        result.renewals.append((label, run.wall_seconds))
+        patched = "patched" if zone.get("patched") is not None else "IN FULL"
+        detail = f"{patched}; changed: {len(changes)} files; {sign_detail(zone)}"
+        result.add_run(f"{label}: sign", run, detail)
+    resign = cli(root, *sign_args(options, RESIGN_NOW), sample=False)
+    twin = cli(root, *sign_args(options, RESIGN_TWIN_NOW))
+    resign = resign.memory_of(twin)
+    result.resign = resign.wall_seconds
+    result.resign_peak_mib = resign.peak_mib
+    zone = zone_report(resign)
+    patched = "patched" if zone.get("patched") is not None else "in full"
+    days = (RESIGN_NOW - NOW) // DAY_SECONDS
+    detail = (
+        f"first sign + {days} days (lifetime 30 d + 1 d: all expired), {patched}; "
+        f"{sign_detail(zone)}; peak from the twin at + {(RESIGN_TWIN_NOW - NOW) // DAY_SECONDS} d"
+    )
+    result.add_run("full re-sign, all expired", resign, detail)
+
+
+class KnotNsec3(Knot):
+    """The test harness's Knot (inline signing, one Ed25519 CSK) with NSEC3 (no salt,
+    no extra iterations), like this bench's zone."""
+
+    def config(self, port: int) -> str:
+        """knot.conf with ``nsec3: on`` in the signing policy."""
+        policy = "    single-type-signing: on\n"
+        return (
+            super()
+            .config(port)
+            .replace(
+                policy,
+                policy + "    nsec3: on\n    nsec3-iterations: 0\n    nsec3-salt-length: 0\n",
+            )
+        )
+
+
+def knot_updates(result: SizeResult, unsigned: Path, work: Path, denial: str) -> None:
+    """Knot DNS serving the unsigned records, signing them itself (its own Ed25519 CSK):
+    start until it serves the zone signed, then KNOT_UPDATES RFC 2136 adds of a TXT (TSIG),
+    each timed from sending until Knot answers it with its RRSIG.
+
+    Raises:
+        BenchError: an update is refused or not served signed in time.
+    """
+    servers.SERVER_READY_SECONDS = KNOT_READY_SECONDS  # type: ignore[misc]  # Final in tests
+    work.mkdir()
+    tsig, _ = make_tsig_key(work, "bench-update")
+    server_class = KnotNsec3 if denial == "nsec3" else Knot
+    started = time.perf_counter()
+    server = server_class(
+        work / "server", ZONE, unsigned, tsig=tsig, allow_update=True, inline_signing=True
+    )
+    with server:
+        ready = time.perf_counter() - started
+        detail = f"knotd {denial}, Ed25519 CSK, 1 background worker: start to SOA served signed"
+        result.add(Row("Knot DNS: load and sign", ready, None, None, detail))
+        host, port = server.address
+        for number in range(1, KNOT_UPDATES + 1):
+            owner = f"_alter.knot-update{number}.{ZONE}."
+            update = dns.update.UpdateMessage(ZONE, keyring=tsig.keyring(), keyname=tsig.dns_name)
+            update.add(owner, 3600, "TXT", f'"v=alter1; bench update {number}"')
+            start = time.perf_counter()
+            response = dns.query.tcp(update, host, port=port, timeout=10)
+            if response.rcode() != dns.rcode.NOERROR:
+                raise BenchError(
+                    f"knotd refused update {number}: {dns.rcode.to_text(response.rcode())}"
+                )
+            while not signed_answer(owner, host, port):
+                if time.perf_counter() - start > KNOT_SIGNED_TIMEOUT_SECONDS:
+                    raise BenchError(
+                        f"knotd: {owner} not served signed after {KNOT_SIGNED_TIMEOUT_SECONDS} s"
+                    )
+                time.sleep(KNOT_POLL_SECONDS)
+            result.knot_updates.append(time.perf_counter() - start)
+    seconds = result.knot_updates
+    detail = (
+        f"{len(seconds)} RFC 2136 adds of one TXT (TSIG), send to RRSIG served "
+        f"(polled every {KNOT_POLL_SECONDS * 1000:.0f} ms): "
+        + ", ".join(f"{value:.3f}" for value in seconds)
+    )
+    result.add(
+        Row(
+            "Knot DNS: one add signed and served",
+            min(seconds),
+            None,
+            None,
+            f"min {min(seconds):.3f} max {max(seconds):.3f} s; {detail}",
+        )
+    )
+
+
+def signed_answer(owner: str, host: str, port: int) -> bool:
+    """Whether the server answers ``owner`` TXT with its RRSIG."""
+    query = dns.message.make_query(owner, "TXT", want_dnssec=True)
+    response = dns.query.udp(query, host, port=port, timeout=2)
+    return any(rrset.rdtype == dns.rdatatype.RRSIG for rrset in response.answer)
+
+
 def other_signers(result: SizeResult, root: Path, denial: str, rrsigs: int, cores: int) -> None:
     """Step 6: the same records signed by ldns-signzone and dnssec-signzone."""
     tools = root / "other-signers"
@@ -1262,7 +1507,14 @@ def other_signers(result: SizeResult, root: Path, denial: str, rrsigs: int, core
         result.note(absent)
     else:
         knot = kzonesign(unsigned, tools / "knot", denial, cores)
+        result.kzonesign = knot.run.wall_seconds
         result.add_run(knot.label, knot.run, f"{knot.rrsigs} RRSIGs; {knot.check}")
+
+    absent = missing("knotd", "knotc")
+    if absent:
+        result.note(absent)
+    else:
+        knot_updates(result, unsigned, tools / "knotd", denial)
 
     absent = missing("dnssec-signzone", "dnssec-keygen")
     if absent:
@@ -1342,9 +1594,8 @@ def main() -> int:
     except BenchError as error:
         print(f"run.py: error: {error}", file=sys.stderr)
         return 1
-    if any(result.handles == TARGET_SIZE for result in results):
-        print("\ntargets at 100,000 handles:")
-        for line in targets(next(r for r in results if r.handles == TARGET_SIZE)):
+    for result in results:
+        for line in issue_targets(result):
             print(line)
     print(f"\nwrote {options.output}")
     return 0
