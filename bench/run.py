@@ -18,6 +18,7 @@ from the package. Not part of the test suite.
 from __future__ import annotations
 
 import argparse
+import base64
 import contextlib
 import dataclasses
 import importlib.metadata
@@ -39,7 +40,18 @@ from collections import Counter
 from collections.abc import Iterable, Iterator, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import IO, Any
+from typing import IO, Any, ClassVar
+
+import dns.message
+import dns.query
+import dns.rcode
+import dns.rdatatype
+import dns.update
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+
+from tests.integration import servers  # the test harness's servers
+from tests.integration.servers import Knot, make_tsig_key
 
 REPO = Path(__file__).resolve().parents[1]
 DEFAULT_OUTPUT = REPO / "bench" / "RESULTS.md"
@@ -66,6 +78,13 @@ TWIN_ROTATED_HANDLE = "~user12"
 TWIN_DELAY_SECONDS = 30
 CHANGED_RESOLVER = "https://bench.example/changed"
 MIN_HANDLES = 10
+#: At BIG_SIZE handles and more the bench writes the handle keys itself (keygen is not
+#: a target) and runs only issue 16's steps at that size (see ``run_big``).
+BIG_SAMPLE_INTERVAL_SECONDS = 1.0
+#: The 1,000,000-handle full sign is killed past this summed Pss (the target is 8 GiB;
+#: the machine's 24 GiB are shared with other work).
+BIG_MEMORY_LIMIT_MIB = 10_240.0
+PKCS8_ED25519_PREFIX = bytes.fromhex("302e020100300506032b657004220420")
 SIGNATURE_VALIDITY_SECONDS = 14 * 86400
 SAMPLE_INTERVAL_SECONDS = 0.05
 SERVER_START_TIMEOUT_SECONDS = 1200.0
@@ -84,6 +103,28 @@ TARGET_ONE_CHANGE_SECONDS = 3.0
 TARGET_ONE_NAME_SECONDS = 1.0
 TARGET_NO_CHANGE_SECONDS = 2.0
 TARGET_QPS = 10_000.0
+DAY_SECONDS = 86_400
+#: The definition's default envelope lifetime (definition/model.py DEFAULT_LIFETIME_SECONDS).
+ENVELOPE_LIFETIME_SECONDS = 30 * DAY_SECONDS
+#: Daily renewal runs at steady state: signs this many days after the first sign.
+RENEWAL_DAYS = (1, 2)
+#: The full re-sign: every envelope and RRSIG expired (outputs present).
+RESIGN_NOW = NOW + ENVELOPE_LIFETIME_SECONDS + DAY_SECONDS
+#: Its sampled twin: everything expired once more.
+RESIGN_TWIN_NOW = RESIGN_NOW + ENVELOPE_LIFETIME_SECONDS + DAY_SECONDS
+#: issue 16's targets (bench/README.md): at 100,000 handles ...
+TARGET_DAILY_SECONDS = 3.0
+TARGET_RESIGN_SECONDS = 30.0
+TARGET_ISSUE_NO_CHANGE_SECONDS = 0.5
+#: ... and at 1,000,000 handles.
+BIG_SIZE = 1_000_000
+TARGET_BIG_SIGN_SECONDS = 360.0
+TARGET_BIG_PEAK_MIB = 8192.0
+TARGET_BIG_ADD_SECONDS = 2.0
+KNOT_UPDATES = 5
+KNOT_READY_SECONDS = 1800.0
+KNOT_POLL_SECONDS = 0.01
+KNOT_SIGNED_TIMEOUT_SECONDS = 60.0
 DNSSEC_TYPES = frozenset({"RRSIG", "NSEC", "NSEC3", "NSEC3PARAM", "DNSKEY"})
 CLASSES = frozenset({"IN", "CH", "HS", "CS"})
 STAGE_ORDER = (
@@ -107,6 +148,8 @@ PACKAGES = {
     "dnssec-signzone": "bind9-utils",
     "dnssec-keygen": "bind9-utils",
     "dnsperf": "dnsperf",
+    "knotd": "knot",
+    "knotc": "knot",
     "openssl": "openssl",
 }
 QUOTED = re.compile(r'"(?:[^"\\]|\\.)*"')
@@ -114,6 +157,16 @@ QUOTED = re.compile(r'"(?:[^"\\]|\\.)*"')
 
 class BenchError(Exception):
     """A step failed; the message is printed and the run exits non-zero."""
+
+
+class MemoryGuard(Exception):  # noqa: N818 (not an error of the bench: a stop)
+    """A measured command passed its memory limit and was killed."""
+
+    def __init__(self, seconds: float, size: int, wall: float) -> None:
+        super().__init__(f"killed at {size / MIB:,.0f} MiB after {seconds:.0f} s")
+        self.seconds = seconds
+        self.size = size
+        self.wall = wall
 
 
 # ---------------------------------------------------------------- measuring
@@ -181,34 +234,57 @@ def resident_bytes(pid: int) -> int:
     return 0
 
 
-def tree_resident_bytes(root: int) -> int:
-    """Sum of Pss over ``root`` and all its descendants."""
+def tree_pids(root: int) -> list[int]:
+    """``root`` and all its live descendants."""
     children: dict[int, list[int]] = {}
     for pid, parent in process_parents().items():
         children.setdefault(parent, []).append(pid)
-    total = 0
+    found = []
     pending = [root]
     while pending:
         pid = pending.pop()
-        total += resident_bytes(pid)
+        found.append(pid)
         pending.extend(children.get(pid, ()))
-    return total
+    return found
+
+
+def tree_resident_bytes(root: int) -> int:
+    """Sum of Pss over ``root`` and all its descendants."""
+    return sum(resident_bytes(pid) for pid in tree_pids(root))
 
 
 class TreeSampler(threading.Thread):
     """Samples the summed Pss of a process tree every 50 ms; keeps the peak."""
 
-    def __init__(self, root: int) -> None:
+    def __init__(
+        self, root: int, interval: float = SAMPLE_INTERVAL_SECONDS, limit_bytes: int | None = None
+    ) -> None:
         super().__init__(daemon=True)
         self.root = root
+        self.interval = interval
+        #: Past this summed Pss the tree is killed (SIGKILL, by pid) and ``stopped_at``
+        #: keeps the figure: the 1,000,000-handle run must not take the machine's memory.
+        self.limit_bytes = limit_bytes
+        self.stopped_at: tuple[float, int] | None = None
+        self._begun = time.perf_counter()
         self.peak_bytes = 0
         self._stop_event = threading.Event()
 
     def run(self) -> None:
         """Sample until stopped."""
         while True:
-            self.peak_bytes = max(self.peak_bytes, tree_resident_bytes(self.root))
-            if self._stop_event.wait(SAMPLE_INTERVAL_SECONDS):
+            now = tree_resident_bytes(self.root)
+            self.peak_bytes = max(self.peak_bytes, now)
+            if self.limit_bytes is not None and now > self.limit_bytes:
+                self.stopped_at = (time.perf_counter() - self._begun, now)
+                for pid in reversed(tree_pids(self.root)):
+                    with contextlib.suppress(ProcessLookupError):
+                        os.kill(pid, signal.SIGKILL)
+                return
+            if self.interval >= 1.0:
+                elapsed = time.perf_counter() - self._begun
+                print(f"    ... {elapsed:6.0f} s, Pss {now / MIB:,.0f} MiB", flush=True)
+            if self._stop_event.wait(self.interval):
                 return
 
     def stop(self) -> None:
@@ -224,13 +300,19 @@ def read_back(stream: IO[bytes]) -> str:
 
 
 def measure(
-    argv: Sequence[str], cwd: Path, env: dict[str, str] | None = None, *, sample: bool = True
+    argv: Sequence[str],
+    cwd: Path,
+    env: dict[str, str] | None = None,
+    *,
+    sample: bool = True,
+    interval: float = SAMPLE_INTERVAL_SECONDS,
+    limit_bytes: int | None = None,
 ) -> Run:
     """Run one command; wall time, peak tree Pss (when ``sample``), ru_maxrss, output."""
     with tempfile.TemporaryFile() as out, tempfile.TemporaryFile() as err:
         start = time.perf_counter()
         process = subprocess.Popen(argv, cwd=cwd, env=env, stdout=out, stderr=err)
-        sampler = TreeSampler(process.pid)
+        sampler = TreeSampler(process.pid, interval, limit_bytes)
         if sample:
             sampler.start()
         _, status, usage = os.wait4(process.pid, 0)
@@ -238,6 +320,9 @@ def measure(
         if sample:
             sampler.stop()
         process.returncode = os.waitstatus_to_exitcode(status)
+        if sampler.stopped_at is not None:
+            seconds, size = sampler.stopped_at
+            raise MemoryGuard(seconds, size, wall)
         return Run(
             argv=tuple(argv),
             wall_seconds=wall,
@@ -257,13 +342,20 @@ def cli_env() -> dict[str, str]:
     return env
 
 
-def cli(root: Path, *args: str, sample: bool = True) -> Run:
+def cli(
+    root: Path,
+    *args: str,
+    sample: bool = True,
+    interval: float = SAMPLE_INTERVAL_SECONDS,
+    limit_bytes: int | None = None,
+) -> Run:
     """Run ``alter-publish ARGS`` in ``root``, measured (memory only when ``sample``).
 
     Raises:
         BenchError: the command exited non-zero (its stderr is in the message).
     """
-    run = measure([sys.executable, "-m", "alter_publish", *args], root, cli_env(), sample=sample)
+    argv = [sys.executable, "-m", "alter_publish", *args]
+    run = measure(argv, root, cli_env(), sample=sample, interval=interval, limit_bytes=limit_bytes)
     if run.returncode != 0:
         raise BenchError(
             f"alter-publish {shlex.join(args)} failed (exit {run.returncode}) in {root}:\n"
@@ -322,6 +414,50 @@ def write_zone(root: Path, handles: int, denial: str) -> Path:
     path.parent.mkdir(parents=True)
     path.write_text("\n".join(lines) + "\n")
     return path
+
+
+def handle_names(handles: int) -> Iterator[str]:
+    """The handles ``write_zone`` wrote after the zone's own, without the ``~``."""
+    for n in range(1, handles):
+        yield TIERS[n % len(TIERS)].format(n=n)
+
+
+def fast_keygen(root: Path, handles: int, options: Options) -> tuple[float, str]:
+    """Make every key as ``sign --create-keys`` would, faster: the CLI makes the zone's
+    keys and the first handles' (a definition of three handles), then this writes
+    ``keys/<zone>/<handle>/1.pem`` (unencrypted PKCS#8 Ed25519, 0600) and ``1.secret``
+    (base64url of 32 random octets, 0600) in 0700 directories for the rest, without
+    fsync. Returns (wall seconds, detail).
+    """
+    start = time.perf_counter()
+    definition = root / DEFINITION
+    full = definition.read_text()
+    lines = full.splitlines()
+    first = lines.index(f"  - handle: ~{ZONE}")
+    definition.write_text("\n".join(lines[: first + 3]) + "\n")
+    cli(root, *sign_args(options, NOW, "--create-keys", "--no-verify"), sample=False)
+    definition.write_text(full)
+    reset_to_keys_only(root)
+    base = root / "keys" / ZONE
+    written = 0
+    for name in handle_names(handles):
+        directory = base / name
+        if directory.exists():
+            continue
+        directory.mkdir(mode=0o700)
+        seed = os.urandom(32)
+        der = base64.b64encode(PKCS8_ED25519_PREFIX + seed)
+        pem = b"-----BEGIN PRIVATE KEY-----\n" + der + b"\n-----END PRIVATE KEY-----\n"
+        secret = base64.urlsafe_b64encode(os.urandom(32)).rstrip(b"=") + b"\n"
+        for file_name, content in (("1.secret", secret), ("1.pem", pem)):
+            fd = os.open(directory / file_name, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
+            try:
+                os.write(fd, content)
+            finally:
+                os.close(fd)
+        written += 1
+    detail = f"CLI made the zone keys and 3 handles' keys; this bench wrote {written:,} more"
+    return time.perf_counter() - start, detail
 
 
 def change_handle(definition: Path, handle: str) -> str:
@@ -860,6 +996,15 @@ class SizeResult:
     floor: float | None = None
     qps: float | None = None
     serve_start: float | None = None
+    #: Daily renewal runs: (label, wall seconds).
+    renewals: list[tuple[str, float]] = field(default_factory=list)
+    resign: float | None = None
+    resign_peak_mib: float | None = None
+    #: Knot DNS: seconds from sending each RFC 2136 add to its RRSIG being served.
+    knot_updates: list[float] = field(default_factory=list)
+    kzonesign: float | None = None
+    #: The 1,000,000-handle full sign killed at this summed Pss (MiB), if it was.
+    full_sign_stopped: float | None = None
     notes: list[str] = field(default_factory=list)
 
     def add(self, row: Row) -> None:
@@ -1011,6 +1156,92 @@ def targets(result: SizeResult) -> list[str]:
     return out
 
 
+def seconds_text(value: float | None) -> str:
+    """``1.23 s`` or ``not measured``."""
+    return "not measured" if value is None else f"{value:,.2f} s"
+
+
+def issue_targets(result: SizeResult) -> list[str]:
+    """Issue 16's targets table for this size (100,000 or 1,000,000 handles), or []."""
+    names = dict(result.names)
+    rows: list[tuple[str, str, str, bool | None]] = []
+    if result.handles == TARGET_SIZE:
+        changes = [
+            ("add one handle", names.get("one handle added")),
+            ("remove one handle", names.get("one handle removed")),
+            ("rename one handle", names.get("one handle renamed")),
+            ("edit one handle", result.one_change),
+            ("rotate one key (its sign)", result.rotated),
+        ]
+        rows += [
+            (label, "< 1.0 s", seconds_text(value), below(value, TARGET_ONE_NAME_SECONDS))
+            for label, value in changes
+        ]
+        no_change = below(result.no_change, TARGET_ISSUE_NO_CHANGE_SECONDS)
+        rows.append(("nothing changed", "< 0.5 s", seconds_text(result.no_change), no_change))
+        for label, value in result.renewals:
+            rows.append((label, "< 3 s", seconds_text(value), below(value, TARGET_DAILY_SECONDS)))
+        if not result.renewals:
+            rows.append(("daily renewal", "< 3 s", "not measured", None))
+        rows.append(
+            (
+                "full re-sign, outputs present, all expired",
+                "< 30 s",
+                seconds_text(result.resign),
+                below(result.resign, TARGET_RESIGN_SECONDS),
+            )
+        )
+        peak = result.resign_peak_mib
+        rows.append(
+            (
+                "full re-sign: peak",
+                "< 1 GiB",
+                "not measured" if peak is None else f"{peak:,.0f} MiB",
+                below(peak, TARGET_PEAK_MIB),
+            )
+        )
+    elif result.handles == BIG_SIZE:
+        peak = result.peak_sign_mib
+        peak_text = "not measured" if peak is None else f"{peak:,.0f} MiB"
+        peak_ok = below(peak, TARGET_BIG_PEAK_MIB)
+        stopped = result.full_sign_stopped
+        if stopped is not None:
+            peak_text = f"killed at {stopped:,.0f} MiB (limit {BIG_MEMORY_LIMIT_MIB:,.0f})"
+            peak_ok = stopped < TARGET_BIG_PEAK_MIB
+        rows += [
+            (
+                "first full sign with proof",
+                "< 6 min",
+                seconds_text(result.full_sign),
+                below(result.full_sign, TARGET_BIG_SIGN_SECONDS),
+            ),
+            ("first full sign: peak", "< 8 GiB", peak_text, peak_ok),
+            (
+                "add one handle",
+                "< 2 s",
+                seconds_text(names.get("one handle added")),
+                below(names.get("one handle added"), TARGET_BIG_ADD_SECONDS),
+            ),
+        ]
+    else:
+        return []
+    knot = result.knot_updates
+    knot_text = (
+        "not measured" if not knot else f"{min(knot):.3f}-{max(knot):.3f} s ({len(knot)} updates)"
+    )
+    if result.handles == TARGET_SIZE:
+        rows.append(("Knot DNS: one RFC 2136 add signed and served", "measured", knot_text, None))
+    rows += [
+        ("kzonesign, same records", "measured", seconds_text(result.kzonesign), None),
+        ("ldns-signzone, same records", "measured", seconds_text(result.ldns), None),
+    ]
+    lines = ["| target | limit | measured | verdict |", "|---|---|---:|---|"]
+    for label, limit, measured, ok in rows:
+        mark = "-" if limit == "measured" else verdict(ok)
+        lines.append(f"| {label} | {limit} | {measured} | {mark} |")
+    return lines
+
+
 def render_results(machine: Machine, command: str, results: Sequence[SizeResult]) -> str:
     """bench/RESULTS.md."""
     lines = [
@@ -1050,8 +1281,11 @@ def render_results(machine: Machine, command: str, results: Sequence[SizeResult]
             ),
             *(f"- note: {text}" for text in result.notes),
         ]
+        table = issue_targets(result)
+        if table:
+            lines += ["", f"### Issue 16 targets at {result.handles:,} handles", "", *table]
         if result.handles == TARGET_SIZE:
-            lines += ["", "### Targets at 100,000 handles", "", *targets(result)]
+            lines += ["", "### Earlier targets (issue 6) at 100,000 handles", "", *targets(result)]
     return "\n".join(lines) + "\n"
 
 
@@ -1068,6 +1302,7 @@ class Options:
     keep: Path | None
     skip_tools: bool
     output: Path
+    fast_keygen: bool = False
 
 
 def sign_args(options: Options, now: int, *extra: str) -> list[str]:
@@ -1076,18 +1311,65 @@ def sign_args(options: Options, now: int, *extra: str) -> list[str]:
     return ["sign", "--json", "--now", str(now), SIMULATED_TIME, *jobs, *extra]
 
 
+def run_big(handles: int, root: Path, options: Options, cores: int) -> SizeResult:
+    """Issue 16's steps at one million handles: keys written by the bench, the first
+    full sign with proof (sampled every second: one run), one handle added, then
+    ldns-signzone and kzonesign on the same records."""
+    result = SizeResult(handles, root)
+    result.note("load average at start (1, 5, 15 min): " + load_text())
+    print(f"\n{handles:,} handles, denial {options.denial}, workspace {root}", flush=True)
+    write_zone(root, handles, options.denial)
+    seconds, detail = fast_keygen(root, handles, options)
+    result.add(Row("keygen (not a target)", seconds, None, None, detail))
+    interval = BIG_SAMPLE_INTERVAL_SECONDS
+    limit = int(BIG_MEMORY_LIMIT_MIB * MIB)
+    try:
+        full = cli(root, *sign_args(options, NOW), interval=interval, limit_bytes=limit)
+    except MemoryGuard as stop:
+        result.full_sign_stopped = stop.size / MIB
+        detail = (
+            f"STOPPED by run.py: summed Pss {stop.size / MIB:,.0f} MiB > limit "
+            f"{BIG_MEMORY_LIMIT_MIB:,.0f} MiB after {stop.seconds:.0f} s (target peak 8 GiB); "
+            "no figures for the steps after it"
+        )
+        result.add(Row("full sign", stop.wall, stop.size / MIB, None, detail))
+        result.note("load average at the stop (1, 5, 15 min): " + load_text())
+        return result
+    zone = zone_report(full)
+    result.full_sign = full.wall_seconds
+    result.rrsigs = signature_count(zone)
+    result.peak_sign_mib = full.peak_mib
+    detail = f"{sign_detail(zone)}; {result.rrsigs} RRSIGs; memory sampled every {interval:.0f} s"
+    result.add_run("full sign", full, detail)
+    for stage, seconds in stage_timings(zone):
+        result.add(Row(f"  stage {stage}", seconds, None, None, ""))
+        if stage == "dnssec":
+            result.dnssec_stage = seconds
+    result.note("load average after the full sign (1, 5, 15 min): " + load_text())
+    rrsigs = names_changed(result, root, options, only_add=True)
+    if not options.skip_tools:
+        other_signers(result, root, options.denial, rrsigs, cores, big=True)
+    result.note("load average at end (1, 5, 15 min): " + load_text())
+    return result
+
+
 def run_size(
     handles: int, root: Path, options: Options, speed: Speed | None, cores: int
 ) -> SizeResult:
     """Every step at one size, in workspace ``root``."""
     result = SizeResult(handles, root)
+    result.note("load average at start (1, 5, 15 min): " + load_text())
     print(f"\n{handles:,} handles, denial {options.denial}, workspace {root}", flush=True)
     write_zone(root, handles, options.denial)
 
-    keygen = cli(root, *sign_args(options, NOW, "--create-keys", "--no-verify"))
-    removed = reset_to_keys_only(root)
-    detail = f"{sign_detail(zone_report(keygen))}; then removed {', '.join(removed)}"
-    result.add_run("keygen (not a target)", keygen, detail)
+    if options.fast_keygen:
+        seconds, detail = fast_keygen(root, handles, options)
+        result.add(Row("keygen (not a target)", seconds, None, None, detail))
+    else:
+        keygen = cli(root, *sign_args(options, NOW, "--create-keys", "--no-verify"))
+        removed = reset_to_keys_only(root)
+        detail = f"{sign_detail(zone_report(keygen))}; then removed {', '.join(removed)}"
+        result.add_run("keygen (not a target)", keygen, detail)
 
     # Timed runs go without the memory sampler: reading smaps_rollup of a 900 MB process
     # takes ~30 ms and holds its memory map lock, so sampling every 50 ms slowed the
@@ -1190,7 +1472,14 @@ def run_size(
                 f"server answered {perf.start_seconds:.1f} s after start",
             )
         )
+    renewals(result, root, options)
+    result.note("load average at end (1, 5, 15 min): " + load_text())
     return result
+
+
+def load_text() -> str:
+    """The load averages, e.g. ``2.01 1.54 3.00``."""
+    return " ".join(f"{value:.2f}" for value in os.getloadavg())
 
 
 def edit_definition(definition: Path, old: str, new: str) -> None:
@@ -1207,9 +1496,11 @@ def edit_definition(definition: Path, old: str, new: str) -> None:
     definition.write_text("\n".join(lines) + "\n")
 
 
-def names_changed(result: SizeResult, root: Path, options: Options) -> None:
+def names_changed(
+    result: SizeResult, root: Path, options: Options, *, only_add: bool = False
+) -> int:
     """One handle added (its key made by the sign), one removed, one renamed: each sign
-    timed (not sampled; the proof included)."""
+    timed (not sampled; the proof included). Returns the RRSIG count of the last sign."""
     definition = root / DEFINITION
     old, new = RENAMED_HANDLE
     steps = (
@@ -1217,7 +1508,7 @@ def names_changed(result: SizeResult, root: Path, options: Options) -> None:
         ("one handle removed", f"  - {REMOVED_HANDLE}", ""),
         ("one handle renamed", f"  - {old}", f"  - {new}"),
     )
-    for number, (label, line, replacement) in enumerate(steps):
+    for number, (label, line, replacement) in enumerate(steps[:1] if only_add else steps):
         edit_definition(definition, line, replacement)
         before = snapshot(root)
         now = NAMES_NOW + 60 * number
@@ -1228,10 +1519,136 @@ def names_changed(result: SizeResult, root: Path, options: Options) -> None:
         patched = "patched" if zone.get("patched") is not None else "IN FULL"
         detail = f"{patched}; changed: {', '.join(changes) or 'none'}; {sign_detail(zone)}"
         result.add_run(f"{label}: sign", run, detail)
+    return signature_count(zone)
 
 
-def other_signers(result: SizeResult, root: Path, denial: str, rrsigs: int, cores: int) -> None:
-    """Step 6: the same records signed by ldns-signzone and dnssec-signzone."""
+def renewals(result: SizeResult, root: Path, options: Options) -> None:
+    """Daily renewal runs (1 and 2 days after the first sign), then the full re-sign of
+    everything with the outputs present and every envelope and RRSIG expired, timed,
+    and its sampled twin (everything expired once more) for its peak."""
+    for days in RENEWAL_DAYS:
+        before = snapshot(root)
+        run = cli(root, *sign_args(options, NOW + days * DAY_SECONDS), sample=False)
+        changes = rewritten(before, snapshot(root))
+        zone = zone_report(run)
+        label = f"daily renewal, day {days}"
+        result.renewals.append((label, run.wall_seconds))
+        patched = "patched" if zone.get("patched") is not None else "IN FULL"
+        detail = f"{patched}; changed: {len(changes)} files; {sign_detail(zone)}"
+        result.add_run(f"{label}: sign", run, detail)
+    resign = cli(root, *sign_args(options, RESIGN_NOW), sample=False)
+    twin = cli(root, *sign_args(options, RESIGN_TWIN_NOW))
+    resign = resign.memory_of(twin)
+    result.resign = resign.wall_seconds
+    result.resign_peak_mib = resign.peak_mib
+    zone = zone_report(resign)
+    patched = "patched" if zone.get("patched") is not None else "in full"
+    days = (RESIGN_NOW - NOW) // DAY_SECONDS
+    detail = (
+        f"first sign + {days} days (lifetime 30 d + 1 d: all expired), {patched}; "
+        f"{sign_detail(zone)}; peak from the twin at + {(RESIGN_TWIN_NOW - NOW) // DAY_SECONDS} d"
+    )
+    result.add_run("full re-sign, all expired", resign, detail)
+
+
+class BenchKnot(Knot):
+    """The test harness's Knot (inline signing, one Ed25519 CSK) with room for a big
+    zone in its journal (``journal-content: all`` keeps the signed zone there: the
+    default 20 MiB made updates SERVFAIL at 100,000 names); NSEC3 (no salt, no extra
+    iterations) when ``nsec3``, like this bench's zone."""
+
+    nsec3: ClassVar[bool] = False
+
+    def config(self, port: int) -> str:
+        """knot.conf with a 4 GiB journal and, with ``nsec3``, NSEC3 in the policy."""
+        text = (
+            super()
+            .config(port)
+            .replace(
+                "    journal-content: all\n",
+                "    journal-content: all\n    journal-max-usage: 4G\n",
+            )
+        )
+        if self.nsec3:
+            policy = "    single-type-signing: on\n"
+            nsec3 = "    nsec3: on\n    nsec3-iterations: 0\n    nsec3-salt-length: 0\n"
+            text = text.replace(policy, policy + nsec3)
+        return text
+
+
+class BenchKnotNsec3(BenchKnot):
+    """:class:`BenchKnot` with NSEC3."""
+
+    nsec3 = True
+
+
+def knot_updates(result: SizeResult, unsigned: Path, work: Path, denial: str) -> None:
+    """Knot DNS serving the unsigned records, signing them itself (its own Ed25519 CSK):
+    start until it serves the zone signed, then KNOT_UPDATES RFC 2136 adds of a TXT (TSIG),
+    each timed from sending until Knot answers it with its RRSIG.
+
+    Raises:
+        BenchError: an update is refused or not served signed in time.
+    """
+    servers.SERVER_READY_SECONDS = KNOT_READY_SECONDS  # type: ignore[misc]  # Final in tests
+    work.mkdir()
+    tsig, _ = make_tsig_key(work, "bench-update")
+    server_class = BenchKnotNsec3 if denial == "nsec3" else BenchKnot
+    started = time.perf_counter()
+    server = server_class(
+        work / "server", ZONE, unsigned, tsig=tsig, allow_update=True, inline_signing=True
+    )
+    with server:
+        ready = time.perf_counter() - started
+        detail = f"knotd {denial}, Ed25519 CSK, 1 background worker: start to SOA served signed"
+        result.add(Row("Knot DNS: load and sign", ready, None, None, detail))
+        host, port = server.address
+        for number in range(1, KNOT_UPDATES + 1):
+            owner = f"_alter.knot-update{number}.{ZONE}."
+            update = dns.update.UpdateMessage(ZONE, keyring=tsig.keyring(), keyname=tsig.dns_name)
+            update.add(owner, 3600, "TXT", f'"v=alter1; bench update {number}"')
+            start = time.perf_counter()
+            response = dns.query.tcp(update, host, port=port, timeout=10)
+            if response.rcode() != dns.rcode.NOERROR:
+                raise BenchError(
+                    f"knotd refused update {number}: {dns.rcode.to_text(response.rcode())}"
+                )
+            while not signed_answer(owner, host, port):
+                if time.perf_counter() - start > KNOT_SIGNED_TIMEOUT_SECONDS:
+                    raise BenchError(
+                        f"knotd: {owner} not served signed after {KNOT_SIGNED_TIMEOUT_SECONDS} s"
+                    )
+                time.sleep(KNOT_POLL_SECONDS)
+            result.knot_updates.append(time.perf_counter() - start)
+    seconds = result.knot_updates
+    detail = (
+        f"{len(seconds)} RFC 2136 adds of one TXT (TSIG), send to RRSIG served "
+        f"(polled every {KNOT_POLL_SECONDS * 1000:.0f} ms): "
+        + ", ".join(f"{value:.3f}" for value in seconds)
+    )
+    result.add(
+        Row(
+            "Knot DNS: one add signed and served",
+            min(seconds),
+            None,
+            None,
+            f"min {min(seconds):.3f} max {max(seconds):.3f} s; {detail}",
+        )
+    )
+
+
+def signed_answer(owner: str, host: str, port: int) -> bool:
+    """Whether the server answers ``owner`` TXT with its RRSIG."""
+    query = dns.message.make_query(owner, "TXT", want_dnssec=True)
+    response = dns.query.udp(query, host, port=port, timeout=2)
+    return any(rrset.rdtype == dns.rdatatype.RRSIG for rrset in response.answer)
+
+
+def other_signers(
+    result: SizeResult, root: Path, denial: str, rrsigs: int, cores: int, *, big: bool = False
+) -> None:
+    """Step 6: the same records signed by ldns-signzone, kzonesign, Knot DNS (update
+    latency) and dnssec-signzone; ``big``: ldns-signzone and kzonesign only."""
     tools = root / "other-signers"
     tools.mkdir()
     unsigned = tools / f"{ZONE}.unsigned.zone"
@@ -1262,7 +1679,19 @@ def other_signers(result: SizeResult, root: Path, denial: str, rrsigs: int, core
         result.note(absent)
     else:
         knot = kzonesign(unsigned, tools / "knot", denial, cores)
+        result.kzonesign = knot.run.wall_seconds
         result.add_run(knot.label, knot.run, f"{knot.rrsigs} RRSIGs; {knot.check}")
+
+    if big:
+        return
+    absent = missing("knotd", "knotc")
+    if absent:
+        result.note(absent)
+    else:
+        try:
+            knot_updates(result, unsigned, tools / "knotd", denial)
+        except BenchError as error:
+            result.note(f"Knot DNS update latency not measured: {error}")
 
     absent = missing("dnssec-signzone", "dnssec-keygen")
     if absent:
@@ -1289,6 +1718,9 @@ def parse_options(argv: Sequence[str] | None = None) -> Options:
     parser.add_argument("--keep", type=Path, help="keep workspaces in DIR/<size>")
     parser.add_argument("--skip-tools", action="store_true", help="skip the other signers")
     parser.add_argument("--output", type=Path, default=DEFAULT_OUTPUT)
+    parser.add_argument(
+        "--fast-keygen", action="store_true", help="write the handle keys in run.py (as at 1M)"
+    )
     args = parser.parse_args(argv)
     try:
         sizes = tuple(int(size.replace("_", "")) for size in args.sizes.split(","))
@@ -1302,7 +1734,9 @@ def parse_options(argv: Sequence[str] | None = None) -> Options:
         workspace = args.keep / str(size)
         if workspace.exists() and any(workspace.iterdir()):
             parser.error(f"--keep: {workspace} is not empty")
-    return Options(sizes, args.jobs, args.denial, args.keep, args.skip_tools, args.output)
+    return Options(
+        sizes, args.jobs, args.denial, args.keep, args.skip_tools, args.output, args.fast_keygen
+    )
 
 
 def main() -> int:
@@ -1335,16 +1769,18 @@ def main() -> int:
                 else:
                     root = options.keep / str(handles)
                     root.mkdir(parents=True, exist_ok=True)
-                results.append(run_size(handles, root, options, speed, machine.cores))
+                if handles >= BIG_SIZE:
+                    results.append(run_big(handles, root, options, machine.cores))
+                else:
+                    results.append(run_size(handles, root, options, speed, machine.cores))
             for label, value in results[-1].ratios():
                 print(f"  {label}: {'n/a' if value is None else f'{value:.2f}'}")
             options.output.write_text(render_results(machine, command, results))
     except BenchError as error:
         print(f"run.py: error: {error}", file=sys.stderr)
         return 1
-    if any(result.handles == TARGET_SIZE for result in results):
-        print("\ntargets at 100,000 handles:")
-        for line in targets(next(r for r in results if r.handles == TARGET_SIZE)):
+    for result in results:
+        for line in issue_targets(result):
             print(line)
     print(f"\nwrote {options.output}")
     return 0
