@@ -129,6 +129,29 @@ def test_check_reports_the_matching_and_the_mismatching_endpoint(
                 )
                 for handle in ("drew", "erin")
             }
+            # A record that does not verify (a wrong trust anchor: bogus) makes no
+            # connection to the endpoint at all: the guard runs only after verification.
+            handshakes = len(bad.names)
+            wrong = tmp_path / "wrong-anchor.ds"
+            ds = (workspace / "build" / "example.com.ds").read_text().strip()
+            wrong.write_text(ds[:-1] + ("0" if ds[-1] != "0" else "1") + "\n")
+            bogus = _cli(
+                workspace,
+                "open",
+                "--launch",
+                "--substrate",
+                "example.com",
+                "--now",
+                str(hierarchy.now),
+                "--root-hints",
+                str(hierarchy.root_hints),
+                "--trust-anchor",
+                str(wrong),
+                "--",
+                f"alter:~erin/{SURFACE}",
+                env=stub,
+            )
+            after_bogus = len(bad.names)
         finally:
             hierarchy_lab.publish()
     assert checked.returncode == EXIT_VERIFICATION, checked.stdout + checked.stderr
@@ -156,6 +179,9 @@ def test_check_reports_the_matching_and_the_mismatching_endpoint(
     assert "refused" in erin.stderr, erin.stderr
     assert "DANE mismatch" in erin.stderr, erin.stderr
     assert SURFACE not in erin.stderr
+    assert bogus.returncode != 0, bogus.stdout
+    assert SURFACE not in bogus.stderr
+    assert after_bogus == handshakes, "the endpoint was contacted before verification"
     assert record.read_text().splitlines() == [
         f"https://good.example.com:{good.port}/drew/{SURFACE}"
     ]
