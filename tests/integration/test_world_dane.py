@@ -21,7 +21,7 @@ from alter_publish.dns.anchors import read_trust_anchors
 from alter_publish.dns.hints import read_root_hints
 from alter_publish.errors import EXIT_VERIFICATION
 from alter_publish.verify.dane import check_endpoint, lookup_from_root
-from tests.integration.hierarchy import HierarchyLab, Scenario, resolver_query
+from tests.integration.hierarchy import Hierarchy, HierarchyLab, Scenario, resolver_query
 from tests.tlsfixtures import make_certificate, tls_server
 
 _RUN_CLI = "from alter_publish.cli import main; main()"
@@ -42,6 +42,28 @@ def _cli(
         timeout=180,
         check=False,
         env=None if env is None else {**os.environ, **env},
+    )
+
+
+def _launch(
+    workspace: Path, hierarchy: Hierarchy, anchor: Path, handle: str, env: dict[str, str]
+) -> subprocess.CompletedProcess[str]:
+    """``open --launch alter:~HANDLE/SURFACE``, validating from the lab's root (``anchor``)."""
+    return _cli(
+        workspace,
+        "open",
+        "--launch",
+        "--substrate",
+        "example.com",
+        "--now",
+        str(hierarchy.now),
+        "--root-hints",
+        str(hierarchy.root_hints),
+        "--trust-anchor",
+        str(anchor),
+        "--",
+        f"alter:~{handle}/{SURFACE}",
+        env=env,
     )
 
 
@@ -111,22 +133,7 @@ def test_check_reports_the_matching_and_the_mismatching_endpoint(
             # open --launch: the matching endpoint is dispatched to, the other refused
             stub, record = _stub_opener(tmp_path)
             opened = {
-                handle: _cli(
-                    workspace,
-                    "open",
-                    "--launch",
-                    "--substrate",
-                    "example.com",
-                    "--now",
-                    str(hierarchy.now),
-                    "--root-hints",
-                    str(hierarchy.root_hints),
-                    "--trust-anchor",
-                    str(hierarchy.anchor_file),
-                    "--",
-                    f"alter:~{handle}/{SURFACE}",
-                    env=stub,
-                )
+                handle: _launch(workspace, hierarchy, hierarchy.anchor_file, handle, stub)
                 for handle in ("drew", "erin")
             }
             # A record that does not verify (a wrong trust anchor: bogus) makes no
@@ -135,22 +142,7 @@ def test_check_reports_the_matching_and_the_mismatching_endpoint(
             wrong = tmp_path / "wrong-anchor.ds"
             ds = (workspace / "build" / "example.com.ds").read_text().strip()
             wrong.write_text(ds[:-1] + ("0" if ds[-1] != "0" else "1") + "\n")
-            bogus = _cli(
-                workspace,
-                "open",
-                "--launch",
-                "--substrate",
-                "example.com",
-                "--now",
-                str(hierarchy.now),
-                "--root-hints",
-                str(hierarchy.root_hints),
-                "--trust-anchor",
-                str(wrong),
-                "--",
-                f"alter:~erin/{SURFACE}",
-                env=stub,
-            )
+            bogus = _launch(workspace, hierarchy, wrong, "erin", stub)
             after_bogus = len(bad.names)
         finally:
             hierarchy_lab.publish()

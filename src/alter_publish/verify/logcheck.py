@@ -40,6 +40,7 @@ from alter_publish.format.tlog import (
     verify_consistency,
     verify_inclusion,
 )
+from alter_publish.keys.logkey import LOG_ORIGIN_SUFFIX
 from alter_publish.verify.logaudit import (
     CHECKPOINT_FILE,
     check_extends,
@@ -50,7 +51,6 @@ from alter_publish.verify.logaudit import (
 from alter_publish.verify.resolve import StubResolver
 
 LOG_FROM_DNS = "dns"
-LOG_ORIGIN_SUFFIX = "/alter-log"
 
 
 @dataclass(frozen=True, slots=True)

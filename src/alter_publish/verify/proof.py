@@ -33,7 +33,7 @@ from alter_publish.dns.zonetext import parse_zone_text
 from alter_publish.errors import ResolveError
 from alter_publish.format.envelope import Envelope
 from alter_publish.format.handles import Handle, parse_handle
-from alter_publish.format.logrecord import log_record_owner
+from alter_publish.format.logrecord import LOG_RECORD_LABEL, log_record_owner
 from alter_publish.parallel import Progress, Workers, ranges
 from alter_publish.verify.resolve import Answer, StubResolver, resolve_answer
 
@@ -503,7 +503,7 @@ def _prove_checkpoint(
     answer: Answer | ResolveError, spec: ZoneSpec, want: str, *, secure: bool
 ) -> HandleProof:
     """The log's checkpoint record must be served (validated, in a signed zone) as signed."""
-    ref, owner = "_alter-log", log_record_owner(spec.origin)
+    ref, owner = LOG_RECORD_LABEL, log_record_owner(spec.origin)
     if isinstance(answer, ResolveError):
         return HandleProof(ref, owner, "network", answer.what, "unknown")
     status = str(answer.dnssec)
