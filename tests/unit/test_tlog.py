@@ -11,7 +11,7 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from alter_publish.errors import VerificationError
-from alter_publish.format.identitylog import leaf_hash, merkle_root, node_hash
+from alter_publish.format.identitylog import EMPTY_ROOT, leaf_hash, merkle_root, node_hash
 from alter_publish.format.note import (
     COSIGNATURE_V1_TYPE,
     Note,
@@ -180,6 +180,11 @@ def test_consistency_categories() -> None:
     with pytest.raises(VerificationError) as caught:
         verify_consistency(4, 4, bytes(32), b"\x01" * 32, [])
     assert caught.value.category == "equivocation"
+    verify_consistency(0, 4, EMPTY_ROOT, bytes(32), [])
+    for new in (0, 4):  # a tree of size 0 has one root: SHA-256 of the empty string
+        with pytest.raises(VerificationError, match="empty tree") as caught:
+            verify_consistency(0, new, bytes(32), bytes(32), [])
+        assert caught.value.category == "fork"
 
 
 def test_tile_paths() -> None:

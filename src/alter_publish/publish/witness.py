@@ -24,6 +24,7 @@ from pathlib import Path
 
 from alter_publish.errors import ServeError, VerificationError
 from alter_publish.fileio import PUBLIC_DIR_MODE, PUBLIC_MODE, atomic_write_text, make_dirs
+from alter_publish.format.identitylog import EMPTY_ROOT
 from alter_publish.format.note import Note, Signer, Verifier
 from alter_publish.format.tlog import Checkpoint, verify_consistency
 from alter_publish.format.witness import ADD_CHECKPOINT_PATH, SIZE_CONTENT_TYPE, AddCheckpoint
@@ -134,7 +135,7 @@ class Witness:
             if latest.root != checkpoint.root:
                 return _text(HTTPStatus.CONFLICT, f"another root for size {latest.size}")
         elif latest is not None or request.proof:
-            old_root = b"" if latest is None else latest.root
+            old_root = EMPTY_ROOT if latest is None else latest.root
             try:
                 verify_consistency(
                     request.old, checkpoint.size, old_root, checkpoint.root, request.proof
