@@ -10,11 +10,12 @@ from pathlib import Path
 
 import pytest
 
-from alter_publish.errors import EXIT_USAGE, EXIT_VERIFICATION
-from alter_publish.format.note import Note, Signer
+from alter_publish.errors import EXIT_USAGE, EXIT_VERIFICATION, UsageError
+from alter_publish.format.note import COSIGNATURE_V1_TYPE, Note, Signer, Verifier
 from alter_publish.format.tiles import TreeHashes
 from alter_publish.format.tlog import Checkpoint, TlogProof
 from alter_publish.keys.logkey import LogKeyStore
+from alter_publish.verify.logaudit import audit_log
 from tests.cli.workspace import NOW, ZONE, Workspace, assert_one_error_line, simulated
 
 ORIGIN = "example.com/alter-log"
@@ -100,6 +101,19 @@ def test_a_forked_history(tmp_path: Path, log: Path) -> None:
     assert _category(tmp_path, *args, str(smaller)) == "fork"
     consistency = ("log", "consistency", str(smaller), str(log / "checkpoint"), "--key", VKEY)
     assert _category(tmp_path, *consistency, "--tiles", str(log)) == "fork"
+
+
+def test_a_witness_key_is_refused_as_the_log_key(tmp_path: Path, log: Path) -> None:
+    # A cosignature (0x04) key named like the log would verify a witness's line as if
+    # it were the log's signature.
+    witness = Signer(ORIGIN, bytes(range(32)), COSIGNATURE_V1_TYPE).verifier.to_text()
+    result = Workspace(tmp_path).run("log", "verify", str(log), "--key", witness)
+    line = assert_one_error_line(result, EXIT_USAGE)
+    assert line.endswith(
+        f"--key: {ORIGIN} is a witness cosignature key (type 0x04), not a log key"
+    ), line
+    with pytest.raises(UsageError, match="cosignature key"):
+        audit_log(log, Verifier.parse(witness))
 
 
 def test_a_rolled_back_checkpoint(tmp_path: Path, log: Path) -> None:

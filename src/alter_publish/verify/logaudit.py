@@ -18,7 +18,7 @@ from pathlib import Path
 
 from alter_publish.errors import UsageError, VerificationError
 from alter_publish.fileio import read_bounded
-from alter_publish.format.note import Note, Verifier
+from alter_publish.format.note import ED25519_TYPE, Note, Verifier
 from alter_publish.format.policy import Policy
 from alter_publish.format.tiles import (
     ENTRIES,
@@ -50,7 +50,13 @@ def signed_checkpoint(text: str, verifier: Verifier, where: str) -> Checkpoint:
 
     Raises:
         VerificationError: ``bad-signature`` or ``malformed``.
+        UsageError: ``verifier`` is a witness cosignature key, not a log key.
     """
+    if verifier.algorithm != ED25519_TYPE:
+        raise UsageError(
+            f"{verifier.name} is a witness cosignature key (type 0x04), not a log key",
+            where=where,
+        )
     try:
         note = Note.parse(text)
         note.verify(verifier)
