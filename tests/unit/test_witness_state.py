@@ -33,9 +33,8 @@ def test_every_origin_gets_its_own_file_even_dots_and_long_names(tmp_path: Path)
     names = sorted(path.name for path in state.directory.iterdir())
     assert names == sorted({state_file_name(origin) for origin in ORIGINS})
     assert all(len(name.encode()) <= STATE_NAME_OCTETS_MAX for name in names)
-    assert not list(tmp_path.glob("*.tmp")) and sorted(p.name for p in tmp_path.iterdir()) == [
-        "state"
-    ]
+    assert not list(tmp_path.glob("*.tmp"))
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["state"]
 
 
 @pytest.mark.parametrize(
@@ -54,4 +53,5 @@ def test_documented_names_are_kept(origin: str, name: str) -> None:
 
 def test_a_long_origin_is_hashed() -> None:
     name = state_file_name(LONG)
-    assert name.startswith("%2Esha256-") and len(name) == len("%2Esha256-") + 64
+    assert name.startswith("%2Esha256-")
+    assert len(name) == len("%2Esha256-") + 64
