@@ -186,21 +186,25 @@ def test_log_prove_refuses_a_tampered_proof(workspace: Workspace) -> None:
     assert "not-included" in assert_one_error_line(result, EXIT_VERIFICATION)
 
 
-@pytest.mark.parametrize("target", ["/dev/zero", "huge"])
-def test_a_mirror_s_tile_that_is_a_link_or_too_big_is_refused(
-    tmp_path: Path, log: Path, target: str
-) -> None:
-    # A tile linked to /dev/zero (or a huge file) was read whole into memory.
+@pytest.mark.parametrize("target", ["/dev/zero", "huge", "short", "flipped"])
+def test_a_mirror_s_bad_tile_is_a_bad_tile(tmp_path: Path, log: Path, target: str) -> None:
+    # A tile linked to /dev/zero (or a huge file) was read whole into memory; a bad tile
+    # beside intact entries was the log's ``tampered-entry``.
     tile = log / "tile" / "0" / "001.p" / "44"
+    data = tile.read_bytes()
     tile.unlink()
     if target == "huge":
         tile.write_bytes(bytes(44 * 32 + 1))
+    elif target == "short":
+        tile.write_bytes(data[:-1])
+    elif target == "flipped":
+        tile.write_bytes(bytes([data[0] ^ 1]) + data[1:])
     else:
         tile.symlink_to(target)
     line = assert_one_error_line(
         Workspace(tmp_path).run("log", "verify", str(log), "--key", VKEY), EXIT_VERIFICATION
     )
-    assert "tampered-entry" in line or "malformed" in line, line
+    assert line.startswith(f"{tile}: bad-tile: "), line
 
 
 def test_a_checkpoint_linked_to_dev_zero_is_refused(tmp_path: Path, log: Path) -> None:

@@ -75,5 +75,5 @@ def test_verify_checks_the_published_log(signed: Path, tmp_path: Path, case: str
         return
     assert code == EXIT_VERIFICATION, errors
     assert len(errors) == 1, errors
-    expected = {"older-checkpoint": "checkpoint-mismatch", "changed-tile": "tampered-entry"}
+    expected = {"older-checkpoint": "checkpoint-mismatch", "changed-tile": "bad-tile"}
     assert f"{expected[case]}:" in errors[0], errors
