@@ -141,7 +141,7 @@ def log_prove(
     """Print an envelope's C2SP tlog-proof, verified against its signed checkpoint."""
     definition, store = definition_and_keys(zone, zones_dir, keys)
     spec = load_zone(definition)
-    verifier = log_verifier(key) if key else store.logs.signer(spec.origin, create=False).verifier
+    verifier = log_verifier(key) if key else store.logs.require_verifier(spec.origin)
     found = prove_envelope(spec, workspace_for([definition]).out(out), verifier, handle, epoch)
     if json_output:
         emit_json({"ok": True, **found.to_mapping()})
