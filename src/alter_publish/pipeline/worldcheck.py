@@ -43,6 +43,9 @@ from alter_publish.verify.world import (
 )
 from alter_publish.verify.worlddane import check_dane
 
+#: A KSK in these states is the zone's no more: a DS of it at the parent should go.
+_RETIRED_KSK_STATES = (ZoneKeyState.RETIRED, ZoneKeyState.DS_WITHDRAWN, ZoneKeyState.REMOVED)
+
 
 @dataclass(frozen=True, slots=True)
 class WorldReport:
@@ -178,7 +181,7 @@ def _expected(spec: ZoneSpec, out: Path, keys: KeyStore) -> Expected:
     retired = tuple(
         entry.dnskey
         for entry in ksk_entries
-        if entry.state in (ZoneKeyState.RETIRED, ZoneKeyState.REMOVED) and entry.dnskey not in ksks
+        if entry.state in _RETIRED_KSK_STATES and entry.dnskey not in ksks
     )
     glue = {
         name: frozenset(addresses)
