@@ -543,7 +543,12 @@ def test_resolve_pins_on_first_use_then_follows_a_rotation(workspace: Workspace)
 
 
 def test_an_unvalidated_answer_never_plants_a_pin(workspace: Workspace) -> None:
-    """With --allow-insecure and no trust anchor, the answer could be spoofed: no pin."""
+    """With --allow-insecure and no trust anchor covering the zone, the answer could be
+    spoofed: no pin. (The anchor is another zone's: without --trust-anchor resolve
+    validates from the shipped root anchors, out of this loopback server's reach.)"""
+    (workspace.root / "other.ds").write_text(
+        f"other.test. IN DS 1 15 2 {'00' * 32}\n", encoding="ascii"
+    )
     with _serving(workspace) as server:
         result = workspace.run(
             "resolve",
@@ -552,6 +557,8 @@ def test_an_unvalidated_answer_never_plants_a_pin(workspace: Workspace) -> None:
             server,
             "--substrate",
             ZONE,
+            "--trust-anchor",
+            "other.ds",
             "--allow-insecure",
             "--pin-store",
             PINS_FILE,

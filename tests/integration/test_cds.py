@@ -170,11 +170,20 @@ def test_a_ksk_rollover_publishes_cds_and_cdnskey_then_removes_them(tmp_path: Pa
     # RFC 7583 double-DS: the old DS stays at the parent until Iret has passed
     _check_stage(ws, activate_at, {old, new}, new)
 
-    remove_at = activated["next_step"]["not_before"]
-    assert remove_at < time.time() - DAY_SECONDS / 2
-    _ok(ws.run("dnssec", "step", ZONE, *simulated(remove_at)))
-    _ok(ws.run("sign", *simulated(remove_at)))
-    _check_stage(ws, remove_at, set(), new)
+    withdraw_at = activated["next_step"]["not_before"]
+    assert withdraw_at < time.time() - DAY_SECONDS / 2
+    _ok(ws.run("dnssec", "step", ZONE, *simulated(withdraw_at)))
+    _ok(ws.run("sign", *simulated(withdraw_at)))
+    # The new KSK only: tells a polling parent to drop the old DS (no CDS would not)
+    _check_stage(ws, withdraw_at, {new}, new)
+
+    removed_at = withdraw_at + 60
+    removed = ws.run(
+        "dnssec", "step", ZONE, "--ds-published", "--no-parent-check", *simulated(removed_at)
+    )
+    _ok(removed)
+    _ok(ws.run("sign", *simulated(removed_at)))
+    _check_stage(ws, removed_at, set(), new)
 
 
 def test_cds_is_in_the_apex_nsec_bitmap(tmp_path: Path) -> None:

@@ -7,6 +7,7 @@ is given the test root's DS as its only trust anchor.
 
 from __future__ import annotations
 
+import json
 import subprocess
 import sys
 import time
@@ -209,6 +210,28 @@ def test_resolve_command_names_the_broken_link(tmp_path: Path) -> None:
         "bogus: DNSSEC validation failed: com. DS for example.com.: no DS matches a KSK"
         f" of example.com. DNSKEY (tags {hierarchy.example_ksk.tag})"
     )
+
+
+def test_resolve_validates_from_the_shipped_root_anchors_by_default(tmp_path: Path) -> None:
+    """Without --trust-anchor, ``resolve`` validates from IANA's root anchors (issue 15:
+    they ship as the default): this test root's keys are not IANA's, so the answer is
+    bogus at the root; with the test root's anchor given it is secure (the test zone's
+    TXT is no alter1 envelope: ``not-found`` then). It used to validate to nothing:
+    ``insecure``."""
+    hierarchy = build_hierarchy(_now())
+    anchor = tmp_path / "root.ds"
+    anchor.write_text(hierarchy.root_anchor_text, encoding="utf-8")
+    resolve = ("resolve", "~blake", "--substrate", "example.com", "--json")
+    with serving(hierarchy) as port:
+        server = ("--server", f"{ALL_ADDRESS}:{port}")
+        shipped = _cli(*resolve, *server)
+        given = _cli(*resolve, *server, "--trust-anchor", str(anchor))
+    assert json.loads(given.stdout)["dnssec"] == "secure", given.stdout
+    assert json.loads(shipped.stdout)["dnssec"] == "bogus", shipped.stdout
+    assert shipped.returncode == EXIT_VERIFICATION, shipped.stderr
+    line = shipped.stderr.strip()
+    assert ": ~blake: bogus: DNSSEC validation failed: " in line, line
+    assert "no DNSKEY at . matches the trust anchor" in line, line
 
 
 def test_resolve_command_rejects_bad_root_hints(tmp_path: Path) -> None:

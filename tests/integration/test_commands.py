@@ -73,11 +73,18 @@ def test_resolve_against_the_embedded_server(workspace: Workspace) -> None:
         line = server.stderr.readline()
         address = line.split(" on ")[1].split(" ")[0]
         uri = "alter:~cc-opus-4-7/sessions/last"
+        # An anchor for another zone only: no anchor covers example.com (without one,
+        # resolve validates from the shipped root anchors, out of reach of a loopback
+        # server that serves example.com alone).
+        other = workspace.root / "other.ds"
+        other.write_text(f"other.test. IN DS 1 15 2 {'00' * 32}\n", encoding="ascii")
         base = [
             "resolve",
             uri,
             "--server",
             address,
+            "--trust-anchor",
+            str(other),
             "--substrate",
             "example.com",
             "--now",

@@ -47,8 +47,14 @@ from tests.integration.dnssec_tools import Unbound, require_tool
 ORIGIN = dns.name.from_text("example.com.")
 PARENT = "com."
 QUERY_TIMEOUT_SECONDS = 2.0
-#: What the parent serves: DS of keys in these states (a submitted DS is not there yet).
-PARENT_DS_STATES = (ZoneKeyState.DS_PUBLISHED, ZoneKeyState.ACTIVE, ZoneKeyState.RETIRED)
+#: What the parent serves: DS of keys in these states (a submitted DS is not there yet; a
+#: withdrawn one still is, until the registrar acts and ``--ds-published`` confirms it).
+PARENT_DS_STATES = (
+    ZoneKeyState.DS_PUBLISHED,
+    ZoneKeyState.ACTIVE,
+    ZoneKeyState.RETIRED,
+    ZoneKeyState.DS_WITHDRAWN,
+)
 
 
 @dataclass(frozen=True)
@@ -103,14 +109,17 @@ def _ksk_rollover(ws: Workspace) -> list[Published]:
     at += 3 * 3600  # the registrar took three hours
     result = keyops.dnssec_step(zone, keys=ws.keys, now=at, ds_published=True)
     steps.append(_publish(ws, "parent serves both DS", at))
-    for label in ("new KSK active, old retired", "old KSK removed, its DS withdrawn"):
+    for label in ("new KSK active, old retired", "old KSK's DS withdrawn (parent: both)"):
         assert result.next_step is not None
         assert result.next_step.not_before is not None
         at = result.next_step.not_before
         result = keyops.dnssec_step(zone, keys=ws.keys, now=at)
         steps.append(_publish(ws, label, at))
-    assert result.next_step is None
     assert len(result.ds_remove) == 1
+    at += 3 * 3600  # the registrar took three hours
+    result = keyops.dnssec_step(zone, keys=ws.keys, now=at, ds_published=True)
+    steps.append(_publish(ws, "old KSK removed, parent serves the new DS only", at))
+    assert result.next_step is None
     return steps
 
 

@@ -1,19 +1,22 @@
 """The KSK rollover runbook against a real parent: the loopback hierarchy's ``com.``
 (Knot) is changed by the test as a registrar would change it. ``dnssec step
 --ds-published`` refuses, naming the parent server, until the parent serves the new
-DS; at the end the zone, served by both name servers with only the new DS at the
-parent, passes ``check`` from the root."""
+DS; at the end it refuses, naming the server and the old KSK, while the parent still
+serves the old DS, and is taken once the test has withdrawn it. The zone, served by
+both name servers with only the new DS at the parent, then passes ``check`` from the
+root."""
 
 from __future__ import annotations
 
 import shutil
 import subprocess
-from dataclasses import dataclass, replace
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 
 from alter_publish import pipeline
 from alter_publish.dns.anchors import read_trust_anchors
 from alter_publish.dns.hints import read_root_hints
+from alter_publish.dns.zonekeys import ZoneKeyRole, ZoneKeyState
 from alter_publish.errors import EXIT_KEY
 from alter_publish.keys.store import KeyStore
 from tests.integration.hierarchy import HierarchyLab, Scenario
@@ -28,12 +31,13 @@ def _ds_rdatas(build: Path) -> tuple[str, ...]:
 
 @dataclass
 class ParentRunner(Runner):
-    """A runner whose ``--ds-published`` asks the hierarchy's parent: refused first, then
-    the test publishes the DS set the zone asks for at the parent (the registrar's
-    part), and the step is taken."""
+    """A runner whose ``--ds-published`` asks the hierarchy's parent: refused first (the
+    parent lacks the new DS, or still serves the withdrawn one), then the test publishes
+    the DS set the zone asks for at the parent (the registrar's part), and the step is
+    taken."""
 
     lab: HierarchyLab | None = None
-    refusals: int = 0
+    refusals: list[str] = field(default_factory=list)
 
     def run(self, argv: tuple[str, ...]) -> subprocess.CompletedProcess[str]:
         words = argv[1:]
@@ -42,8 +46,9 @@ class ParentRunner(Runner):
         hints = ("--root-hints", str(self.lab.hierarchy.root_hints))
         refused = super().run((*argv, *hints))
         assert refused.returncode == EXIT_KEY, refused.stdout + refused.stderr
-        assert "does not serve the DS of ksk-" in refused.stderr, refused.stderr
-        self.refusals += 1
+        (line,) = refused.stderr.strip().splitlines()
+        assert f"ns1.nic.com. ({self.lab.hierarchy.addresses.tld})" in line, line
+        self.refusals.append(line)
         wanted = _ds_rdatas(self.root / "build")
         self.lab.set_delegation(replace(self.lab.hierarchy.delegation, ds=wanted))
         return super().run((*argv, *hints))
@@ -59,7 +64,12 @@ def test_the_ksk_runbook_waits_for_the_parent_and_ends_checked(
     runner = ParentRunner(root, hierarchy.now, offline=False, lab=hierarchy_lab)
     try:
         execute(runner, "ksk-rollover.md")
-        assert runner.refusals == 1
+        keys = KeyStore(root / "keys").zones.entries("example.com", removed=True)
+        (old,) = [key for key in keys if key.state is ZoneKeyState.REMOVED]
+        (new,) = [key for key in keys if key.role is ZoneKeyRole.KSK and key is not old]
+        added, withdrawn = runner.refusals
+        assert f"does not serve the DS of ksk-{new.tag} yet" in added, added
+        assert f"still serves the DS of ksk-{old.tag} at" in withdrawn, withdrawn
         # The registrar's last part: only the new KSK's DS stays; the zone as signed.
         hierarchy_lab.set_delegation(
             replace(hierarchy_lab.hierarchy.delegation, ds=_ds_rdatas(root / "build"))

@@ -298,7 +298,7 @@ def _check_zsk(runner: Runner, published: list[dns.zone.Zone]) -> None:
 def _check_ksk(runner: Runner, published: list[dns.zone.Zone]) -> None:
     ksks = [_zone_key_tags(zone, 257) for zone in published]
     assert ksks[0] == ksks[1] == ksks[2] == ksks[3]
-    assert ksks[4] == ksks[5] == ksks[6]
+    assert ksks[4] == ksks[5] == ksks[6] == ksks[7]
     assert ksks[0] != ksks[-1]
     (new,) = ksks[-1]
     ds_text = (runner.root / "build" / f"{ZONE}.ds").read_text(encoding="ascii")

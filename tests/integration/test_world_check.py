@@ -12,7 +12,9 @@ from dataclasses import replace
 from pathlib import Path
 
 import dns.dnssec
+import dns.name
 import dns.rdata
+import dns.rdatatype
 import dns.rdtypes.ANY.DNSKEY
 import dns.zone
 import pytest
@@ -26,6 +28,7 @@ from alter_publish.format.logrecord import checkpoint_strings
 from alter_publish.format.note import Note, Signer
 from alter_publish.format.tlog import Checkpoint
 from alter_publish.keys.store import KeyStore
+from alter_publish.verify.world import Finding, Prober
 from tests.integration.hierarchy import Hierarchy, HierarchyLab, Scenario
 
 _RUN_CLI = "from alter_publish.cli import main; main()"
@@ -261,3 +264,40 @@ def _dnskey(text: str) -> dns.rdtypes.ANY.DNSKEY.DNSKEY:
     rdata = dns.rdata.from_text("IN", "DNSKEY", text)
     assert isinstance(rdata, dns.rdtypes.ANY.DNSKEY.DNSKEY)
     return rdata
+
+
+def test_a_ttl_outliving_its_signature_is_a_warning_at_each_server(
+    hierarchy: Hierarchy,
+) -> None:
+    """``ttl-beyond-signature`` once now + TTL passes the RRSIG's expiration (the zone's
+    TTL is 5 minutes: a minute before the SOA's signature expires), at every address; not
+    while the TTL still ends before it."""
+    reply = Prober().ask(
+        hierarchy.addresses.ns1, dns.name.from_text("example.com."), dns.rdatatype.SOA
+    )
+    (sigs,) = [rrset for rrset in reply.answer if rrset.rdtype == dns.rdatatype.RRSIG]
+    expiration = max(rdata.expiration for rdata in sigs)
+
+    def soa_findings(now: int) -> list[Finding]:
+        report = pipeline.check_world(
+            hierarchy.workspace / "zones" / "example.com.yaml",
+            out=hierarchy.workspace / "build",
+            keys=KeyStore(hierarchy.workspace / "keys"),
+            now=now,
+            hints=read_root_hints(hierarchy.root_hints),
+            anchors=read_trust_anchors(hierarchy.anchor_file),
+        )
+        return [
+            f
+            for f in report.findings
+            if f.code == "ttl-beyond-signature" and f.message.startswith("example.com. SOA ")
+        ]
+
+    found = soa_findings(expiration - 60)
+    assert {f.server for f in found} == {
+        f"ns1.example.com. ({hierarchy.addresses.ns1})",
+        f"ns2.example.com. ({hierarchy.addresses.ns2})",
+    }, found
+    assert {f.severity for f in found} == {"warning"}
+    assert "TTL 300 s" in found[0].message, found[0].message
+    assert soa_findings(expiration - 400) == []

@@ -198,10 +198,22 @@ def test_ksk_rollover_walks_the_double_ds_states(store: KeyStore) -> None:
     # RFC 7583 double-DS: the old DS stays at the parent until Iret has passed
     assert tags(cds_keys(activated.keys)) == {old.tag, new.tag}
 
-    remove_at = activate_at + TIMING.ksk_retire_wait
-    rollover_error(lambda: step(store, remove_at - 1))
-    removed = step(store, remove_at)
-    assert removed.ds_remove == (old_ds,)
+    withdraw_at = activate_at + TIMING.ksk_retire_wait
+    rollover_error(lambda: step(store, withdraw_at - 1))
+    withdrawn = step(store, withdraw_at)
+    assert withdrawn.ds_remove == (old_ds,)
+    gone = only(withdrawn.keys, KSK, ZoneKeyState.DS_WITHDRAWN)
+    assert (gone.tag, gone.in_dnskey, gone.in_ds, gone.signs) == (old.tag, False, False, False)
+    # CDS/CDNSKEY list the new KSK only: a polling parent drops the old DS (RFC 7344 4.1:
+    # no CDS at all would tell it to change nothing)
+    assert tags(cds_keys(withdrawn.keys)) == {new.tag}
+    assert withdrawn.next_step is not None
+    assert withdrawn.next_step.not_before is None  # waits for the parent again
+    error = rollover_error(lambda: step(store, withdraw_at + 100 * DAY))
+    assert "--ds-published" in error.what
+
+    removed = step(store, withdraw_at + 3_600, ds_published=True)
+    assert removed.ds_remove == ()
     assert cds_keys(removed.keys) == ()  # the rollover is over: no CDS/CDNSKEY
     assert removed.next_step is None
     assert {key.tag for key in store.zones.load(ZONE)} == {new.tag, zsk.tag}

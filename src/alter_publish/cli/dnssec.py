@@ -160,8 +160,9 @@ def dnssec_step(
         bool,
         typer.Option(
             "--ds-published",
-            help="Confirm the parent zone now serves the new KSK's DS (every parent name "
-            "server is asked first).",
+            help="Confirm the parent zone now serves the DS set the step waits for: the new "
+            "KSK's DS added or, at the end of a KSK rollover, the old one withdrawn (every "
+            "parent name server is asked first).",
         ),
     ] = False,
     root_hints: RootHintsOption = None,
@@ -186,7 +187,7 @@ def dnssec_step(
             "--no-parent-check is for --ds-published (the only step that asks the parent)"
         )
     if no_parent_check:
-        warn("WARNING: --no-parent-check: no parent name server was asked for the new DS")
+        warn("WARNING: --no-parent-check: no parent name server was asked for the DS set")
     result = pipeline.dnssec_step(
         definition,
         keys=store,

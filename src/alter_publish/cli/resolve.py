@@ -14,7 +14,6 @@ from alter_publish.cli.options import (
     NowOption,
     RootHintsOption,
     SimulatedTimeOption,
-    TrustAnchorOption,
     clock_now,
     parse_hostport,
     root_hints_from,
@@ -22,6 +21,7 @@ from alter_publish.cli.options import (
 )
 from alter_publish.cli.output import emit_json, envelope_mapping, fail, print_envelope, warn
 from alter_publish.dns.anchors import read_trust_anchors
+from alter_publish.dns.hints import default_root_anchors
 from alter_publish.dns.server import ZoneServer
 from alter_publish.dns.tcpservice import (
     CONNECTIONS_RANGE,
@@ -57,6 +57,14 @@ ResolveTimeoutOption = Annotated[
         "--timeout",
         help="Seconds to wait for a reply; an unanswered query is sent once more.",
         min=0.1,
+    ),
+]
+ResolveTrustAnchorOption = Annotated[
+    Path | None,
+    typer.Option(
+        "--trust-anchor",
+        help="File of DS or DNSKEY records to validate DNSSEC to, instead of the IANA root "
+        "anchors shipped with alter-publish (e.g. build/<zone>.ds for a loopback server).",
     ),
 ]
 PinStoreOption = Annotated[
@@ -123,7 +131,7 @@ def resolve(
     server: ResolveServerOption,
     substrate: SubstrateOption = None,
     now: NowOption = None,
-    trust_anchor: TrustAnchorOption = None,
+    trust_anchor: ResolveTrustAnchorOption = None,
     allow_insecure: ResolveInsecureOption = False,
     timeout: ResolveTimeoutOption = DEFAULT_TIMEOUT_SECONDS,
     pin_store: PinStoreOption = None,
@@ -137,8 +145,10 @@ def resolve(
 ) -> None:
     """Resolve and verify a handle against any name server (spec section 7).
 
-    With a trust anchor above the handle's zone (the root's), the chain of trust is
-    followed down to it, as ``delv +vtrace`` does; through a recursive resolver, a
+    Answers are validated from the IANA root anchors (shipped) unless --trust-anchor
+    names others (the zone's own DS for a server not reached from the root). With a
+    trust anchor above the handle's zone, the chain of trust is followed down to it,
+    as ``delv +vtrace`` does; through a recursive resolver, a
     SERVFAIL is ``bogus`` with the resolver's reason and a secure answer it did not
     mark AD is warned about.
     """
@@ -153,7 +163,7 @@ def resolve(
         substrate=substrate,
         now=moment,
         pin_store=pin_store,
-        anchors=read_trust_anchors(trust_anchor) if trust_anchor else (),
+        anchors=read_trust_anchors(trust_anchor) if trust_anchor else default_root_anchors(),
         allow_insecure=allow_insecure,
         timeout=timeout,
         root_hints=root_hints_from(root_hints),

@@ -42,7 +42,8 @@ class ZoneKeyState(StrEnum):
 
     A ZSK goes published -> active -> retired -> removed (pre-publication); a new KSK
     goes ds-submitted -> ds-published -> active, and the KSK it replaces active ->
-    retired -> removed (double-DS).
+    retired -> ds-withdrawn -> removed (double-DS: ``ds-withdrawn`` is a retired KSK
+    whose DS the parent is asked to drop, removed once it serves it no more).
     """
 
     DS_SUBMITTED = "ds-submitted"
@@ -50,6 +51,7 @@ class ZoneKeyState(StrEnum):
     PUBLISHED = "published"
     ACTIVE = "active"
     RETIRED = "retired"
+    DS_WITHDRAWN = "ds-withdrawn"
     REMOVED = "removed"
 
 
@@ -183,18 +185,26 @@ _Key = TypeVar("_Key", ZoneKey, ZoneKeyEntry)
 
 #: The states of a KSK that mean a KSK rollover runs (double-DS, RFC 7583 3.3.2).
 _KSK_ROLLING = frozenset(
-    {ZoneKeyState.DS_SUBMITTED, ZoneKeyState.DS_PUBLISHED, ZoneKeyState.RETIRED}
+    {
+        ZoneKeyState.DS_SUBMITTED,
+        ZoneKeyState.DS_PUBLISHED,
+        ZoneKeyState.RETIRED,
+        ZoneKeyState.DS_WITHDRAWN,
+    }
 )
 
 
 def cds_keys(keys: Sequence[_Key]) -> tuple[_Key, ...]:
     """The KSKs the zone's CDS and CDNSKEY rrsets list (RFC 7344, RFC 8078): while a KSK
-    rollover runs (a KSK ds-submitted, ds-published or retired), every KSK whose DS the
-    parent should hold at that moment (``in_ds``: the zone's DS file); none otherwise.
+    rollover runs (a KSK ds-submitted, ds-published, retired or ds-withdrawn), every KSK
+    whose DS the parent should hold at that moment (``in_ds``: the zone's DS file); none
+    otherwise.
 
-    A retired KSK is listed until it is removed: RFC 7583 double-DS keeps its DS at the
-    parent for Iret after the DNSKEY change, and a parent polling CDS must not drop it
-    sooner.
+    A retired KSK is listed until Iret has passed: RFC 7583 double-DS keeps its DS at
+    the parent for Iret after the DNSKEY change, and a parent polling CDS must not drop
+    it sooner. Then it is ``ds-withdrawn``: the sets list the new KSK only, which tells a
+    polling parent to drop the old DS (no CDS at all would tell it to change nothing,
+    RFC 7344 4.1); they go once the parent serves the old DS no more (``removed``).
     """
     if not any(key.role is ZoneKeyRole.KSK and key.state in _KSK_ROLLING for key in keys):
         return ()

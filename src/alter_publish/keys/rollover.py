@@ -22,7 +22,8 @@ KSK, double-DS (RFC 7583 3.3.2)::
     wait IpubP = DprpP + TTLds
     step           new KSK active (in DNSKEY, signs it), old KSK retired (out of DNSKEY)
     wait Iret  = Dprp + TTLkey
-    step           old KSK removed: its DS may now leave the parent
+    step           old KSK ds-withdrawn: its DS may now leave the parent (CDS: new KSK only)
+    step --ds-published   the parent serves the old DS no more: old KSK removed
 
 TTLsig is the largest TTL of a signed rrset in the published zone, capped by the
 signature validity (a validator never keeps an RRset past its RRSIG's expiration).
@@ -201,8 +202,14 @@ def next_step(
     if (old := _find(keys, ksk, ZoneKeyState.RETIRED)) is not None:
         return NextStep(
             ksk,
-            f"remove {_label(old)}; then its DS may leave the parent",
+            f"withdraw the DS of {_label(old)} from the parent",
             _ready(old.since, published) + timing.ksk_retire_wait,
+        )
+    if (old := _find(keys, ksk, ZoneKeyState.DS_WITHDRAWN)) is not None:
+        return NextStep(
+            ksk,
+            f"confirm the parent no longer serves the DS of {_label(old)} (--ds-published)",
+            None,
         )
     return None
 
@@ -326,9 +333,15 @@ def _transition(
             moves[active.tag] = ZoneKeyState.RETIRED
             changed.append(f"{_label(active)} retired (out of the DNSKEY set; its DS stays)")
     elif (old := _find(keys, role, ZoneKeyState.RETIRED)) is not None:
-        moves[old.tag] = ZoneKeyState.REMOVED
+        moves[old.tag] = ZoneKeyState.DS_WITHDRAWN
         remove.add(old.tag)
         changed.append(
-            f"{_label(old)} removed; withdraw its DS from the parent; KSK rollover complete"
+            f"{_label(old)} ds-withdrawn: withdraw its DS from the parent (CDS and CDNSKEY "
+            "now list the new KSK only)"
+        )
+    elif (old := _find(keys, role, ZoneKeyState.DS_WITHDRAWN)) is not None:
+        moves[old.tag] = ZoneKeyState.REMOVED
+        changed.append(
+            f"the parent no longer serves the DS of {_label(old)}: removed; KSK rollover complete"
         )
     return moves, changed, remove

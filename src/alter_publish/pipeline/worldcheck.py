@@ -43,6 +43,10 @@ from alter_publish.verify.world import (
     locate,
 )
 from alter_publish.verify.worlddane import check_dane
+from alter_publish.verify.worldttl import check_ttls
+
+#: A KSK in these states is the zone's no more: a DS of it at the parent should go.
+_RETIRED_KSK_STATES = (ZoneKeyState.RETIRED, ZoneKeyState.DS_WITHDRAWN, ZoneKeyState.REMOVED)
 
 
 @dataclass(frozen=True, slots=True)
@@ -132,6 +136,7 @@ def check_world(
         *chain,
         *check_parent(spec.origin, located, expected, prober, signed=signed),
         *servers,
+        *check_ttls(spec, located, prober, now=now),
         *through,
         *dane,
         *prober.findings(),
@@ -179,7 +184,7 @@ def _expected(spec: ZoneSpec, out: Path, keys: KeyStore) -> Expected:
     retired = tuple(
         entry.dnskey
         for entry in ksk_entries
-        if entry.state in (ZoneKeyState.RETIRED, ZoneKeyState.REMOVED) and entry.dnskey not in ksks
+        if entry.state in _RETIRED_KSK_STATES and entry.dnskey not in ksks
     )
     glue = {
         name: frozenset(addresses)

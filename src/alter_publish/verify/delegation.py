@@ -165,10 +165,36 @@ def parent_missing_ds(
     ``dnskeys`` (any digest type, recomputed from the key), or give no answer; IPv6
     addresses are left out when IPv6 does not work from here."""
     apex = dns.name.from_text(zone)
-    missing: list[str] = []
+    return [
+        where
+        for where, served in _parent_ds_sets(apex, located, prober)
+        if served is None or not all(any(_ds_of(apex, key, ds) for ds in served) for key in dnskeys)
+    ]
+
+
+def parent_serving_ds(
+    zone: str, located: Located, dnskeys: Sequence[DNSKEY], prober: Prober
+) -> list[str]:
+    """The parent servers (``name (address)``) that still serve a DS of any of
+    ``dnskeys`` (a KSK whose DS was withdrawn), or give no answer (they may still serve
+    it); IPv6 addresses are left out when IPv6 does not work from here."""
+    apex = dns.name.from_text(zone)
+    return [
+        where
+        for where, served in _parent_ds_sets(apex, located, prober)
+        if served is None or any(_matches(apex, dnskeys, ds) for ds in served)
+    ]
+
+
+def _parent_ds_sets(
+    apex: dns.name.Name, located: Located, prober: Prober
+) -> list[tuple[str, list[DS] | None]]:
+    """Each parent server address (``name (address)``) with the DS set it serves for
+    ``apex``; None where it gave no answer or has no address."""
+    found: list[tuple[str, list[DS] | None]] = []
     for server in located.parent_servers:
         if not server.addresses:
-            missing.append(f"{server.name} (no address found)")
+            found.append((f"{server.name} (no address found)", None))
         for address in server.addresses:
             where = f"{server.name} ({address})"
             try:
@@ -176,13 +202,11 @@ def parent_missing_ds(
             except SkippedError:
                 continue
             except ResolveError:
-                missing.append(where)
+                found.append((where, None))
                 continue
             rrset = answer_of(reply, apex, dns.rdatatype.DS)
-            served = list(rrset) if rrset is not None else []
-            if not all(any(_ds_of(apex, key, ds) for ds in served) for key in dnskeys):
-                missing.append(where)
-    return missing
+            found.append((where, list(rrset) if rrset is not None else []))
+    return found
 
 
 def _ds_of(apex: dns.name.Name, dnskey: DNSKEY, ds: DS) -> bool:

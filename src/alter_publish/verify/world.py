@@ -80,6 +80,7 @@ CODES: Mapping[str, str] = {
     "records-differ": "error",
     "signatures-expiring": "warning",
     "signatures-expired": "error",
+    "ttl-beyond-signature": "warning",
     "cds-mismatch": "error",
     "cdnskey-mismatch": "error",
     "resolver-servfail": "error",
