@@ -10,11 +10,12 @@ from pathlib import Path
 
 import pytest
 
-from alter_publish.errors import EXIT_USAGE, EXIT_VERIFICATION
-from alter_publish.format.note import Note, Signer
+from alter_publish.errors import EXIT_USAGE, EXIT_VERIFICATION, UsageError
+from alter_publish.format.note import COSIGNATURE_V1_TYPE, Note, Signer, Verifier
 from alter_publish.format.tiles import TreeHashes
 from alter_publish.format.tlog import Checkpoint, TlogProof
 from alter_publish.keys.logkey import LogKeyStore
+from alter_publish.verify.logaudit import audit_log
 from tests.cli.workspace import NOW, ZONE, Workspace, assert_one_error_line, simulated
 
 ORIGIN = "example.com/alter-log"
@@ -102,6 +103,19 @@ def test_a_forked_history(tmp_path: Path, log: Path) -> None:
     assert _category(tmp_path, *consistency, "--tiles", str(log)) == "fork"
 
 
+def test_a_witness_key_is_refused_as_the_log_key(tmp_path: Path, log: Path) -> None:
+    # A cosignature (0x04) key named like the log would verify a witness's line as if
+    # it were the log's signature.
+    witness = Signer(ORIGIN, bytes(range(32)), COSIGNATURE_V1_TYPE).verifier.to_text()
+    result = Workspace(tmp_path).run("log", "verify", str(log), "--key", witness)
+    line = assert_one_error_line(result, EXIT_USAGE)
+    assert line.endswith(
+        f"--key: {ORIGIN} is a witness cosignature key (type 0x04), not a log key"
+    ), line
+    with pytest.raises(UsageError, match="cosignature key"):
+        audit_log(log, Verifier.parse(witness))
+
+
 def test_a_rolled_back_checkpoint(tmp_path: Path, log: Path) -> None:
     newer = tmp_path / "newer"
     newer.write_text(_note(TreeHashes.of_entries(_entries(400)), 400), encoding="utf-8")
@@ -172,21 +186,25 @@ def test_log_prove_refuses_a_tampered_proof(workspace: Workspace) -> None:
     assert "not-included" in assert_one_error_line(result, EXIT_VERIFICATION)
 
 
-@pytest.mark.parametrize("target", ["/dev/zero", "huge"])
-def test_a_mirror_s_tile_that_is_a_link_or_too_big_is_refused(
-    tmp_path: Path, log: Path, target: str
-) -> None:
-    # A tile linked to /dev/zero (or a huge file) was read whole into memory.
+@pytest.mark.parametrize("target", ["/dev/zero", "huge", "short", "flipped"])
+def test_a_mirror_s_bad_tile_is_a_bad_tile(tmp_path: Path, log: Path, target: str) -> None:
+    # A tile linked to /dev/zero (or a huge file) was read whole into memory; a bad tile
+    # beside intact entries was the log's ``tampered-entry``.
     tile = log / "tile" / "0" / "001.p" / "44"
+    data = tile.read_bytes()
     tile.unlink()
     if target == "huge":
         tile.write_bytes(bytes(44 * 32 + 1))
+    elif target == "short":
+        tile.write_bytes(data[:-1])
+    elif target == "flipped":
+        tile.write_bytes(bytes([data[0] ^ 1]) + data[1:])
     else:
         tile.symlink_to(target)
     line = assert_one_error_line(
         Workspace(tmp_path).run("log", "verify", str(log), "--key", VKEY), EXIT_VERIFICATION
     )
-    assert "tampered-entry" in line or "malformed" in line, line
+    assert line.startswith(f"{tile}: bad-tile: "), line
 
 
 def test_a_checkpoint_linked_to_dev_zero_is_refused(tmp_path: Path, log: Path) -> None:

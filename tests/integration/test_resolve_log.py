@@ -21,7 +21,7 @@ from alter_publish.dns.server import ZoneServer
 from alter_publish.errors import EXIT_VERIFICATION
 from alter_publish.format.identitylog import log_path_for, read_log
 from alter_publish.format.note import Note, Signer
-from alter_publish.format.tiles import TreeHashes
+from alter_publish.format.tiles import TreeHashes, tiles_for_size
 from alter_publish.format.tlog import Checkpoint, TlogProof
 from alter_publish.keys.logkey import LogKeyStore, log_origin
 from tests.cli.workspace import Workspace
@@ -209,3 +209,20 @@ def test_a_policy_quorum_is_required_and_only_met_checkpoints_are_pinned(
         assert "checkpoint pinned" in done.stdout
     finally:
         _stop(witness)
+
+
+def test_a_bad_mirror_tile_is_a_bad_tile_not_the_log_s(served: Served, tmp_path: Path) -> None:
+    """``--log-tiles MIRROR`` whose tile the proof needs is bad: the tiles are checked
+    against the signed root, and the tile (not the log) is blamed; it was the log's
+    ``not-included``."""
+    mirror = tmp_path / "mirror"
+    shutil.copytree(served.log, mirror)
+    tile = mirror / next(t for t in tiles_for_size(len(served.entries)) if t.level == 0).path
+    data = bytearray(tile.read_bytes())
+    data[32] ^= 1  # entry 1's leaf hash: entry 0's proof starts with it
+    tile.write_bytes(bytes(data))
+    result = _resolve(served, "dns", "--log-tiles", str(mirror))
+    assert result.returncode == EXIT_VERIFICATION, result.stderr
+    lines = result.stderr.strip().splitlines()
+    assert len(lines) == 1, result.stderr
+    assert f"{tile}: bad-tile: " in lines[0], lines

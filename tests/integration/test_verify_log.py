@@ -50,7 +50,9 @@ def _verify(root: Path) -> tuple[int, list[str]]:
     return done.returncode, errors
 
 
-@pytest.mark.parametrize("case", ["honest", "cosigned", "older-checkpoint", "changed-tile"])
+@pytest.mark.parametrize(
+    "case", ["honest", "cosigned", "no-private-key", "older-checkpoint", "changed-tile"]
+)
 def test_verify_checks_the_published_log(signed: Path, tmp_path: Path, case: str) -> None:
     root = tmp_path / "ws"
     shutil.copytree(signed, root, symlinks=True)
@@ -64,16 +66,18 @@ def test_verify_checks_the_published_log(signed: Path, tmp_path: Path, case: str
         history = read_history(checkpoints_path_for(root / "zones" / f"{ZONE}.yaml"))
         assert len(history.notes) == 2
         checkpoint.write_text(history.notes[0], encoding="utf-8")
+    elif case == "no-private-key":  # verify reads the public key file, not the secret
+        (root / "keys" / ZONE / "_log" / "current.pem").write_bytes(b"not a key\n")
     elif case == "changed-tile":
         tile = sorted((log / "tile" / "0").glob("**/*.p/*"))[-1]
         data = bytearray(tile.read_bytes())
         data[0] ^= 1
         tile.write_bytes(bytes(data))
     code, errors = _verify(root)
-    if case in ("honest", "cosigned"):
+    if case in ("honest", "cosigned", "no-private-key"):
         assert code == 0, errors
         return
     assert code == EXIT_VERIFICATION, errors
     assert len(errors) == 1, errors
-    expected = {"older-checkpoint": "checkpoint-mismatch", "changed-tile": "tampered-entry"}
+    expected = {"older-checkpoint": "checkpoint-mismatch", "changed-tile": "bad-tile"}
     assert f"{expected[case]}:" in errors[0], errors

@@ -16,6 +16,7 @@ import dns.name
 import dns.rdata
 import dns.rdatatype
 import dns.rdtypes.ANY.DNSKEY
+import dns.zone
 import pytest
 
 from alter_publish import pipeline
@@ -23,6 +24,9 @@ from alter_publish.dns.anchors import read_trust_anchors
 from alter_publish.dns.hints import read_root_hints
 from alter_publish.dns.zonekeys import ZoneKeyState
 from alter_publish.errors import EXIT_DRIFT, EXIT_KEY, EXIT_OK, EXIT_VERIFICATION
+from alter_publish.format.logrecord import checkpoint_strings
+from alter_publish.format.note import Note, Signer
+from alter_publish.format.tlog import Checkpoint
 from alter_publish.keys.store import KeyStore
 from alter_publish.verify.world import Finding, Prober
 from tests.integration.hierarchy import Hierarchy, HierarchyLab, Scenario
@@ -222,6 +226,38 @@ def test_a_cds_or_cdnskey_other_than_the_ds_set_is_named_at_each_server(
     assert report.exit_code == EXIT_VERIFICATION, lines
     (line,) = {f.message for f in report.findings if f.code == "cdnskey-mismatch"}
     assert f"tag {dns.dnssec.key_id(_dnskey(other))} algorithm 15" in line, line
+
+
+def test_a_served_log_checkpoint_other_than_the_built_one_is_named_at_each_server(
+    hierarchy_lab: HierarchyLab, tmp_path: Path
+) -> None:
+    # The _alter-log record was compared with build/<zone>/log/checkpoint only by the
+    # loopback verify: check now compares what each name server serves.
+    hierarchy = hierarchy_lab.apply(Scenario.ALL_GOOD)
+    built = (hierarchy.workspace / "build" / "example.com" / "log" / "checkpoint").read_text()
+    assert Note.parse(built).signatures, "the hierarchy's zone publishes a log"
+    other = Signer("example.com/alter-log", bytes(32))
+    forged = Note(Checkpoint(other.name, 1, bytes(32)).to_text()).signed_by(other).to_text()
+    zone = dns.zone.from_file(str(hierarchy.zone_file), origin="example.com.", relativize=False)
+    rdataset = zone.find_rdataset("_alter-log.example.com.", "TXT")
+    ttl = rdataset.ttl
+    rdataset.clear()  # type: ignore[no-untyped-call]  # dnspython leaves clear() untyped
+    strings = " ".join(f'"{part}"' for part in checkpoint_strings(forged))
+    rdataset.add(dns.rdata.from_text("IN", "TXT", strings), ttl)
+    tampered = tmp_path / "example.com.zone"
+    zone.to_file(str(tampered), relativize=False)
+    hierarchy = hierarchy_lab.publish(tampered)
+    report = _check(hierarchy)
+    codes = _codes(report)
+    lines = [f.line("example.com") for f in report.findings]
+    servers = {
+        f"ns1.example.com. ({hierarchy.addresses.ns1})",
+        f"ns2.example.com. ({hierarchy.addresses.ns2})",
+    }
+    assert codes.get("log-checkpoint-differs") == servers, lines
+    assert report.exit_code == EXIT_VERIFICATION, lines
+    (line,) = {f.message for f in report.findings if f.code == "log-checkpoint-differs"}
+    assert "serves the checkpoint of size 1; sign wrote the checkpoint of size" in line, line
 
 
 def _dnskey(text: str) -> dns.rdtypes.ANY.DNSKEY.DNSKEY:

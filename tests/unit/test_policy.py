@@ -136,6 +136,16 @@ def test_quorum_none_and_a_single_witness() -> None:
         pytest.param("group G any later\n", 1, "not defined", id="forward-ref"),
         pytest.param("quorum none\n\x01\n", 2, "control character", id="control"),
         pytest.param("log\n", 1, "expected 'log <vkey> [<url>]'", id="log-args"),
+        # Items are split on ASCII space and tab only (the spec's grammar), never on
+        # Unicode white space such as NO-BREAK SPACE or IDEOGRAPHIC SPACE.
+        pytest.param("quorum\u00a0none\n", 1, "unknown keyword", id="nbsp-keyword"),
+        pytest.param(
+            f"witness W\u3000{_vkey('X1')}\nquorum W\n",
+            1,
+            "expected 'witness <name> <vkey> [<url>]'",
+            id="ideographic-space",
+        ),
+        pytest.param(f"witness W {_vkey('X1')}\nquorum W\u2003\n", 2, "not defined", id="em-space"),
     ],
 )
 def test_errors_name_the_line(text: str, line: int, what: str) -> None:

@@ -11,10 +11,11 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from alter_publish.errors import VerificationError
-from alter_publish.format.identitylog import leaf_hash, merkle_root, node_hash
+from alter_publish.format.identitylog import EMPTY_ROOT, leaf_hash, merkle_root, node_hash
 from alter_publish.format.note import (
     COSIGNATURE_V1_TYPE,
     Note,
+    NoteSignature,
     Signer,
     Verifier,
     cosignature_time,
@@ -97,6 +98,24 @@ def test_note_sign_parse_verify() -> None:
     assert caught.value.category == "bad-signature"
 
 
+def test_two_signature_lines_by_one_key_are_malformed() -> None:
+    """C2SP signed-note: one key, one line. A repeated line (identical, or another
+    signature under the same name and key ID, as a first bad one before a good one)
+    is refused rather than one of them silently chosen."""
+    signer = Signer("example.com/alter-log", SEED)
+    signed = Note(Checkpoint("example.com/alter-log", 0, bytes(32)).to_text()).signed_by(signer)
+    line = signed.signatures[0]
+    forged = NoteSignature(line.name, line.key_id, bytes(64))
+    for lines in ((line, line), (forged, line)):
+        with pytest.raises(VerificationError, match="two signature lines") as caught:
+            Note.parse(Note(signed.text, lines).to_text())
+        assert caught.value.category == "malformed"
+    other = Signer("example.com/alter-log", bytes(32))
+    both = Note.parse(signed.signed_by(other).to_text())
+    both.verify(signer.verifier)
+    both.verify(other.verifier)
+
+
 def test_cosignature_verifies_and_carries_time() -> None:
     log = Signer("example.com/alter-log", SEED)
     witness = Signer("witness.example/w1", bytes(range(1, 33)), COSIGNATURE_V1_TYPE)
@@ -161,6 +180,11 @@ def test_consistency_categories() -> None:
     with pytest.raises(VerificationError) as caught:
         verify_consistency(4, 4, bytes(32), b"\x01" * 32, [])
     assert caught.value.category == "equivocation"
+    verify_consistency(0, 4, EMPTY_ROOT, bytes(32), [])
+    for new in (0, 4):  # a tree of size 0 has one root: SHA-256 of the empty string
+        with pytest.raises(VerificationError, match="empty tree") as caught:
+            verify_consistency(0, new, bytes(32), bytes(32), [])
+        assert caught.value.category == "fork"
 
 
 def test_tile_paths() -> None:

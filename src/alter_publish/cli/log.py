@@ -22,7 +22,7 @@ from alter_publish.cli.output import emit_json
 from alter_publish.definition.model import load_zone
 from alter_publish.definition.workspace import workspace_for
 from alter_publish.errors import UsageError, VerificationError
-from alter_publish.format.note import Verifier
+from alter_publish.format.note import COSIGNATURE_V1_TYPE, Verifier
 from alter_publish.pipeline.logproof import prove_envelope
 from alter_publish.verify.logaudit import audit_log, consistency, load_policy
 
@@ -32,8 +32,8 @@ KeyOption = Annotated[
 ]
 
 
-def log_verifier(key: str) -> Verifier:
-    """The verifier key given inline or in a file."""
+def log_verifier(key: str, option: str = "--key") -> Verifier:
+    """The log's verifier key (type 0x01) given inline or in a file to ``option``."""
     text = key
     if "+" not in key:
         try:
@@ -41,9 +41,15 @@ def log_verifier(key: str) -> Verifier:
         except OSError as exc:
             raise UsageError(f"cannot read: {exc.strerror}", where=key) from exc
     try:
-        return Verifier.parse(text)
+        verifier = Verifier.parse(text)
     except VerificationError as exc:
-        raise UsageError(exc.what, where="--key") from exc
+        raise UsageError(exc.what, where=option) from exc
+    if verifier.algorithm == COSIGNATURE_V1_TYPE:
+        raise UsageError(
+            f"{verifier.name} is a witness cosignature key (type 0x04), not a log key",
+            where=option,
+        )
+    return verifier
 
 
 def log_verify(
@@ -135,7 +141,7 @@ def log_prove(
     """Print an envelope's C2SP tlog-proof, verified against its signed checkpoint."""
     definition, store = definition_and_keys(zone, zones_dir, keys)
     spec = load_zone(definition)
-    verifier = log_verifier(key) if key else store.logs.signer(spec.origin, create=False).verifier
+    verifier = log_verifier(key) if key else store.logs.require_verifier(spec.origin)
     found = prove_envelope(spec, workspace_for([definition]).out(out), verifier, handle, epoch)
     if json_output:
         emit_json({"ok": True, **found.to_mapping()})

@@ -121,7 +121,7 @@ def _log_source(
     return LogSource(
         log,
         tiles if tiles is not None else Path(log),
-        log_verifier(key),
+        log_verifier(key, "--log-key"),
         None if policy is None else load_policy(policy),
     )
 

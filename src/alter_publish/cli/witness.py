@@ -40,7 +40,7 @@ def log_witness(
 ) -> None:
     """Run a witness: cosign each checkpoint that extends the last one it cosigned."""
     signer = load_witness_key(key)
-    verifiers = [log_verifier(text) for text in logs]
+    verifiers = [log_verifier(text, "--log") for text in logs]
     witness = Witness(
         signer,
         verifiers,

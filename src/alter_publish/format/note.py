@@ -232,7 +232,11 @@ class Note:
 
     @classmethod
     def parse(cls, data: str) -> Note:
-        """A signed note as published (text, blank line, at least one signature line).
+        """A signed note as published (text, blank line, at least one signature line, no
+        two by one key: one key name and key ID).
+
+        Go's ``note.Open`` skips a repeated line by a known key and lets the first one
+        decide; refusing the note instead leaves no doubt about which line counts.
 
         Raises:
             VerificationError: ``malformed``.
@@ -248,6 +252,7 @@ class Note:
         if not lines or len(lines) > MAX_SIGNATURES:
             raise VerificationError("no signature lines", where=where, category="malformed")
         signatures: list[NoteSignature] = []
+        seen: set[tuple[str, bytes]] = set()
         for line in lines:
             name, space, encoded = line.removeprefix(SIGNATURE_PREFIX).partition(" ")
             if not line.startswith(SIGNATURE_PREFIX) or not space:
@@ -256,6 +261,10 @@ class Note:
             if len(raw) <= KEY_ID_OCTETS:
                 raise VerificationError("signature too short", where=where, category="malformed")
             check_key_name(name)
+            if (name, raw[:KEY_ID_OCTETS]) in seen:
+                what = f"two signature lines by {name}+{raw[:KEY_ID_OCTETS].hex()}"
+                raise VerificationError(what, where=where, category="malformed")
+            seen.add((name, raw[:KEY_ID_OCTETS]))
             signatures.append(NoteSignature(name, raw[:KEY_ID_OCTETS], raw[KEY_ID_OCTETS:]))
         return cls(text, tuple(signatures))
 

@@ -1,7 +1,8 @@
 """Witness policies (c2sp.org/tlog-policy): which logs and witnesses are known and the
 quorum of cosignatures a checkpoint needs, on no I/O.
 
-A policy file is line based; items are separated by spaces or tabs; blank lines and
+A policy file is line based; items are separated by ASCII spaces or tabs (no other
+white space: a NO-BREAK SPACE is part of an item); blank lines and
 ``#`` comments are ignored::
 
     log <vkey> [<url>]
@@ -169,7 +170,8 @@ class _Builder:
         self.number = number
         if any((ch < " " and ch not in _ALLOWED_CONTROLS) or ch == "\x7f" for ch in line):
             raise self.fail("control character")
-        items = line.replace("\t", " ").split()
+        # ASCII space and tab only: str.split() would also split on Unicode spaces.
+        items = [item for item in line.replace("\t", " ").split(" ") if item]
         if not items or items[0].startswith("#"):
             return
         keyword, args = items[0], items[1:]

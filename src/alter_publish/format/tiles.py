@@ -308,6 +308,54 @@ class TreeHashes:
         size = self.size if size is None else size
         return EMPTY_ROOT if size == 0 else range_hash(self.subtree, 0, size, self.ranges)
 
+    def edge_tiles(self) -> tuple[Tile, ...]:
+        """The partial tiles of the stored tree, one per level that has one: every hash
+        of its root comes from them (the rest of each level is summed up a level above).
+        """
+        found: list[Tile] = []
+        level = 0
+        while count := self._base >> (TILE_HEIGHT * level):
+            if count % TILE_WIDTH:
+                found.append(Tile(level, count // TILE_WIDTH, count % TILE_WIDTH))
+            level += 1
+        return tuple(found)
+
+    def misfits(self, root: bytes) -> tuple[Tile, ...]:
+        """The stored hash tiles that do not agree with ``root``, the signed root of the
+        stored tree (read from an untrusted mirror, never appended to): the
+        :meth:`edge_tiles` when they give another root, else the first full tile read
+        so far whose hash is not the one in the tile above it (itself checked first, up
+        to an edge tile). Empty: every tile read agrees with ``root``, so a proof made
+        from them that fails is not the tiles' doing.
+
+        Raises:
+            ValueError: a stored tile needed is missing or wrong.
+        """
+        if self.root(self._base) != root:
+            return self.edge_tiles()
+        checked: dict[tuple[int, int], Tile | None] = {}
+
+        def misfit(level: int, index: int) -> Tile | None:
+            key = (level, index)
+            if key not in checked:
+                parent = index >> TILE_HEIGHT
+                found = None
+                if self._width_at_base(level + 1, parent) == TILE_WIDTH:
+                    found = misfit(level + 1, parent)
+                if found is None and tile_root(bytes(self._tile(*key))) != self.hash_at(
+                    level + 1, index
+                ):
+                    found = Tile(level, index)
+                checked[key] = found
+            return checked[key]
+
+        for level, index in sorted(self._tiles, reverse=True):
+            if self._width_at_base(level, index) == TILE_WIDTH:
+                found = misfit(level, index)
+                if found is not None:
+                    return (found,)
+        return ()
+
     def tile_data(self, tile: Tile) -> bytes:
         """The bytes of ``tile`` (of this tree or an earlier size of it: a prefix).
 

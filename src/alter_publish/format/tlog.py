@@ -219,10 +219,11 @@ def verify_consistency(
     old: int, new: int, old_root: bytes, new_root: bytes, proof: Sequence[bytes]
 ) -> None:
     """Check that the tree ``new``/``new_root`` extends ``old``/``old_root`` (RFC 9162
-    2.1.4.2).
+    2.1.4.2; a tree of size 0 has the empty tree's root, SHA-256 of nothing).
 
     Raises:
-        VerificationError: ``fork``: the proof does not join the two roots;
+        VerificationError: ``fork``: the proof does not join the two roots, or
+            ``old_root`` of size 0 is not the empty root;
             ``equivocation``: two roots for one size;
             ``rollback``: ``new`` is smaller than ``old``; ``malformed``: a bad length.
     """
@@ -230,6 +231,12 @@ def verify_consistency(
     if new < old:
         raise VerificationError(
             f"tree size {new} is smaller than {old}", where=where, category="rollback"
+        )
+    if old == 0 and old_root != EMPTY_ROOT:
+        raise VerificationError(
+            "the root given for tree size 0 is not the empty tree's",
+            where=where,
+            category="fork",
         )
     if old == new or old == 0:
         if proof:

@@ -1,9 +1,15 @@
 """A zone's transparency log key, beside its other keys in the key store::
 
     keys/<zone>/_log/current.pem           PKCS#8 PEM Ed25519 private key, mode 0600
+    keys/<zone>/_log/current.vkey          its verifier key (public, written with it)
     keys/<zone>/_log/retired-<hex8>.pem    a key rotated out (kept: old checkpoints)
+    keys/<zone>/_log/retired-<hex8>.vkey   its verifier key
     keys/<zone>/_log/handover              the retired key's <hex8> until the new key's
                                            first checkpoint is signed by both
+
+Checking the published log (``verify``) reads the ``.vkey`` files only, never a private
+key; whatever loads a private key to sign (``sign``, ``log rotate-key``) writes its
+``.vkey`` when it is missing (a store from before they existed).
 
 The key signs the zone's checkpoints as a C2SP signed note under the name
 ``<zone>/alter-log`` (the log's origin). ``_log`` is a name no handle can have.
@@ -17,9 +23,9 @@ from pathlib import Path
 from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PrivateKey
 from cryptography.hazmat.primitives.serialization import Encoding, NoEncryption, PrivateFormat
 
-from alter_publish.errors import KeyStoreError
-from alter_publish.fileio import PRIVATE_MODE, atomic_write_bytes
-from alter_publish.format.note import Signer
+from alter_publish.errors import KeyStoreError, VerificationError
+from alter_publish.fileio import PRIVATE_MODE, PUBLIC_MODE, atomic_write_bytes
+from alter_publish.format.note import ED25519_TYPE, Signer, Verifier
 from alter_publish.interrupts import deferred_interrupts
 from alter_publish.keys.pem import ensure_gitignore, load_private_key, make_key_dirs, private_pem
 from alter_publish.keys.permissions import check_dir
@@ -28,6 +34,8 @@ LOG_KEYS_DIR = "_log"
 CURRENT_LOG_KEY = "current.pem"
 HANDOVER_FILE = "handover"
 LOG_ORIGIN_SUFFIX = "/alter-log"
+PRIVATE_SUFFIX = ".pem"
+PUBLIC_SUFFIX = ".vkey"
 
 
 def log_origin(zone: str) -> str:
@@ -76,7 +84,72 @@ class LogKeyStore:
                     where=str(path),
                 )
             self._write(zone, Ed25519PrivateKey.generate())
-        return Signer(log_origin(zone), _seed(load_private_key(path, self.passphrase)))
+        signer = Signer(log_origin(zone), _seed(load_private_key(path, self.passphrase)))
+        self._publish(zone, CURRENT_LOG_KEY, signer.verifier)
+        return signer
+
+    def public_path(self, zone: str, key_file: str = CURRENT_LOG_KEY) -> Path:
+        """The public file of the key in ``key_file``: its verifier key."""
+        return self.directory(zone) / (key_file.removesuffix(PRIVATE_SUFFIX) + PUBLIC_SUFFIX)
+
+    def verifier(self, zone: str) -> Verifier | None:
+        """The verifier key of the log key that signed the zone's latest checkpoint (the
+        retired key while a handover is pending), read from its public file: no private
+        key is read (and no passphrase needed). None: the zone has no log key.
+
+        Raises:
+            KeyStoreError: the public file is missing (a store from before it existed:
+                the next ``sign`` writes it), unreadable, or not the zone's log key.
+        """
+        retired = self._handover_id(zone)
+        if retired is not None:
+            key_file = f"retired-{retired}{PRIVATE_SUFFIX}"
+        elif self.public_path(zone).exists() or self.exists(zone):
+            key_file = CURRENT_LOG_KEY  # the private key may be kept elsewhere
+        else:
+            return None
+        path = self.public_path(zone, key_file)
+        try:
+            text = path.read_text(encoding="utf-8")
+        except FileNotFoundError as exc:
+            raise KeyStoreError(
+                f"the log key's verifier key is missing (it is written beside {key_file} "
+                "by sign; run sign once with this version)",
+                where=str(path),
+            ) from exc
+        except (OSError, UnicodeDecodeError) as exc:
+            raise KeyStoreError(f"cannot read: {exc}", where=str(path)) from exc
+        try:
+            verifier = Verifier.parse(text)
+        except VerificationError as exc:
+            raise KeyStoreError(f"not a verifier key: {exc.what}", where=str(path)) from exc
+        if verifier.name != log_origin(zone) or verifier.algorithm != ED25519_TYPE:
+            raise KeyStoreError(f"not the log key of {log_origin(zone)}", where=str(path))
+        return verifier
+
+    def require_verifier(self, zone: str) -> Verifier:
+        """:meth:`verifier`, which must exist.
+
+        Raises:
+            KeyStoreError: the zone has no log key, or as :meth:`verifier`.
+        """
+        verifier = self.verifier(zone)
+        if verifier is None:
+            raise KeyStoreError("the zone has no log key", where=str(self.path(zone)))
+        return verifier
+
+    def _publish(self, zone: str, key_file: str, verifier: Verifier) -> None:
+        """Write ``verifier`` as the public file of ``key_file`` (skipped when it holds it).
+
+        Raises:
+            KeyStoreError: it cannot be written.
+        """
+        atomic_write_bytes(
+            self.public_path(zone, key_file),
+            f"{verifier.to_text()}\n".encode(),
+            mode=PUBLIC_MODE,
+            error=KeyStoreError,
+        )
 
     def rotate(self, zone: str) -> Signer:
         """Retire the current key (kept as ``retired-<key id>.pem``), make a new one, and
@@ -95,11 +168,12 @@ class LogKeyStore:
                 where=str(self.directory(zone) / HANDOVER_FILE),
             )
         key_id = old.verifier.key_id.hex()
-        retired = self.directory(zone) / f"retired-{key_id}.pem"
+        retired = self.directory(zone) / f"retired-{key_id}{PRIVATE_SUFFIX}"
         with deferred_interrupts():
             atomic_write_bytes(
                 retired, self.path(zone).read_bytes(), mode=PRIVATE_MODE, error=KeyStoreError
             )
+            self._publish(zone, retired.name, old.verifier)
             self._write(zone, Ed25519PrivateKey.generate())
             atomic_write_bytes(
                 self.directory(zone) / HANDOVER_FILE, f"{key_id}\n".encode(), error=KeyStoreError
@@ -113,6 +187,23 @@ class LogKeyStore:
         Raises:
             KeyStoreError: the retired key named is unreadable.
         """
+        key_id = self._handover_id(zone)
+        if key_id is None:
+            return None
+        path = self.directory(zone) / f"retired-{key_id}{PRIVATE_SUFFIX}"
+        if not path.exists():
+            marker = self.directory(zone) / HANDOVER_FILE
+            raise KeyStoreError(f"the retired key {path} is gone", where=str(marker))
+        signer = Signer(log_origin(zone), _seed(load_private_key(path, self.passphrase)))
+        self._publish(zone, path.name, signer.verifier)
+        return signer
+
+    def _handover_id(self, zone: str) -> str | None:
+        """The retired key's ``<hex8>`` named by the handover marker, if any.
+
+        Raises:
+            KeyStoreError: the marker is unreadable or names no key ID.
+        """
         marker = self.directory(zone) / HANDOVER_FILE
         try:
             key_id = marker.read_text(encoding="ascii").strip()
@@ -120,10 +211,9 @@ class LogKeyStore:
             return None
         except (OSError, UnicodeDecodeError) as exc:
             raise KeyStoreError(f"cannot read: {exc}", where=str(marker)) from exc
-        path = self.directory(zone) / f"retired-{key_id}.pem"
-        if not path.exists():
-            raise KeyStoreError(f"the retired key {path} is gone", where=str(marker))
-        return Signer(log_origin(zone), _seed(load_private_key(path, self.passphrase)))
+        if len(key_id) != 8 or any(ch not in "0123456789abcdef" for ch in key_id):
+            raise KeyStoreError(f"not a key ID: {key_id!r}", where=str(marker))
+        return key_id
 
     def handed_over(self, zone: str) -> None:
         """The new key's first checkpoint is written: end the handover.
@@ -147,3 +237,4 @@ class LogKeyStore:
             mode=PRIVATE_MODE,
             error=KeyStoreError,
         )
+        self._publish(zone, CURRENT_LOG_KEY, Signer(log_origin(zone), _seed(private_key)).verifier)

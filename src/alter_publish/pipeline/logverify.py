@@ -16,9 +16,10 @@ from pathlib import Path
 import dns.rdatatype
 import dns.zone
 
-from alter_publish.errors import VerificationError
+from alter_publish.errors import RenderError, VerificationError
 from alter_publish.format.logrecord import find_checkpoint_record, log_record_owner
 from alter_publish.format.note import Note, Verifier
+from alter_publish.keys.logkey import log_origin
 from alter_publish.pipeline.transparency import CHECKPOINT_FILE, log_dir
 from alter_publish.verify.logaudit import (
     LogAudit,
@@ -27,6 +28,7 @@ from alter_publish.verify.logaudit import (
     root_at,
     signed_checkpoint,
 )
+from alter_publish.verify.logserved import log_signed_note
 
 #: The category of a zone whose ``_alter-log`` record is not its published checkpoint.
 CHECKPOINT_MISMATCH_CATEGORY = "checkpoint-mismatch"
@@ -91,3 +93,22 @@ def check_published_log(
             category=CHECKPOINT_MISMATCH_CATEGORY,
         )
     return audit
+
+
+def published_log_note(out: Path, origin: str) -> str | None:
+    """The log-signed checkpoint ``<out>/<origin>/log/checkpoint`` holds (without its
+    witness cosignatures): what the zone's ``_alter-log`` record should hold; None when
+    the zone publishes no log.
+
+    Raises:
+        RenderError: the file is unreadable or not a signed note.
+    """
+    path = log_dir(out, origin) / CHECKPOINT_FILE
+    if not path.exists():
+        return None
+    try:
+        return log_signed_note(read_checkpoint_file(path), log_origin(origin))
+    except (OSError, UnicodeDecodeError) as exc:
+        raise RenderError(f"cannot read: {exc}", where=str(path)) from exc
+    except VerificationError as exc:
+        raise RenderError(f"not a signed checkpoint: {exc.what}", where=str(path)) from exc

@@ -22,6 +22,7 @@ from alter_publish.dns.hints import RootHints
 from alter_publish.dns.zonekeys import ZoneKeyRole, ZoneKeyState
 from alter_publish.errors import EXIT_DRIFT, EXIT_OK, EXIT_VERIFICATION, RenderError
 from alter_publish.keys.store import KeyStore
+from alter_publish.pipeline.logverify import published_log_note
 from alter_publish.pipeline.paths import current_outputs, ds_path, output_paths
 from alter_publish.pipeline.verification import expectations_for
 from alter_publish.pipeline.worldprimary import primary_expected
@@ -153,8 +154,8 @@ def _stale(finding: Finding) -> Finding:
 
 
 def _expected(spec: ZoneSpec, out: Path, keys: KeyStore) -> Expected:
-    """What ``sign`` wrote for ``spec``: serial, DS, the alter1 records; and the KSKs the
-    key store retired.
+    """What ``sign`` wrote for ``spec``: serial, DS, the alter1 records, the log's
+    checkpoint; and the KSKs the key store retired.
 
     Raises:
         RenderError: no state or outputs yet.
@@ -201,4 +202,5 @@ def _expected(spec: ZoneSpec, out: Path, keys: KeyStore) -> Expected:
         expectations=expectations_for(
             spec, envelopes_file, where=output_paths(out, spec.origin)[1]
         ),
+        log_checkpoint=published_log_note(out, spec.origin),
     )

@@ -2,7 +2,8 @@
 given, over the standard library's threaded HTTP server.
 
 For each log origin the witness keeps the latest checkpoint it cosigned in
-``<state>/<origin, percent-encoded>`` (written atomically, before it answers). A
+``<state>/<origin, percent-encoded>`` (:func:`state_file_name`; written atomically,
+before it answers). A
 checkpoint is cosigned (``cosignature/v1``, at the time the clock gives) only when a
 trusted key of its origin signed it and it extends that checkpoint; otherwise the
 answer is the spec's: 400 malformed or old size above the checkpoint's, 403 no trusted
@@ -13,6 +14,7 @@ proof. One lock makes checking the old size and persisting the new one atomic.
 
 from __future__ import annotations
 
+import hashlib
 import threading
 import urllib.parse
 from collections.abc import Callable, Iterator, Sequence
@@ -24,6 +26,7 @@ from pathlib import Path
 
 from alter_publish.errors import ServeError, VerificationError
 from alter_publish.fileio import PUBLIC_DIR_MODE, PUBLIC_MODE, atomic_write_text, make_dirs
+from alter_publish.format.identitylog import EMPTY_ROOT
 from alter_publish.format.note import Note, Signer, Verifier
 from alter_publish.format.tlog import Checkpoint, verify_consistency
 from alter_publish.format.witness import ADD_CHECKPOINT_PATH, SIZE_CONTENT_TYPE, AddCheckpoint
@@ -48,6 +51,30 @@ def _text(status: HTTPStatus, what: str) -> Reply:
     return Reply(int(status), what + "\n")
 
 
+#: The longest state file name: NAME_MAX (255) less what an atomic write's temporary
+#: file adds to it (``.<name>.<8 random>.tmp``).
+STATE_NAME_OCTETS_MAX = 255 - 14
+#: ``urllib.parse.quote`` never writes ``%2E`` (it leaves ``.`` alone): the names that
+#: start with it cannot be any other origin's percent-encoded name.
+_ESCAPED_DOT = "%2E"
+_HASHED_PREFIX = f"{_ESCAPED_DOT}sha256-"
+
+
+def state_file_name(origin: str) -> str:
+    """The name of ``origin``'s state file, one path element safe on any POSIX file
+    system and different for every origin: the origin percent-encoded (every octet but
+    ``A-Z a-z 0-9 _ . - ~``), except ``.`` and ``..`` (``%2E``, ``%2E%2E``) and names
+    over :data:`STATE_NAME_OCTETS_MAX` octets (``%2Esha256-`` and the hex SHA-256 of
+    the origin's UTF-8).
+    """
+    name = urllib.parse.quote(origin, safe="")
+    if name in (".", ".."):
+        return _ESCAPED_DOT * len(name)
+    if len(name) > STATE_NAME_OCTETS_MAX:
+        return _HASHED_PREFIX + hashlib.sha256(origin.encode("utf-8")).hexdigest()
+    return name
+
+
 @dataclass(frozen=True, slots=True)
 class WitnessState:
     """The latest cosigned checkpoint per origin, one file each under ``directory``."""
@@ -55,8 +82,8 @@ class WitnessState:
     directory: Path
 
     def path(self, origin: str) -> Path:
-        """The file of ``origin``."""
-        return self.directory / urllib.parse.quote(origin, safe="")
+        """The file of ``origin`` (:func:`state_file_name`)."""
+        return self.directory / state_file_name(origin)
 
     def latest(self, origin: str) -> Checkpoint | None:
         """The latest checkpoint cosigned for ``origin``, if any.
@@ -134,7 +161,7 @@ class Witness:
             if latest.root != checkpoint.root:
                 return _text(HTTPStatus.CONFLICT, f"another root for size {latest.size}")
         elif latest is not None or request.proof:
-            old_root = b"" if latest is None else latest.root
+            old_root = EMPTY_ROOT if latest is None else latest.root
             try:
                 verify_consistency(
                     request.old, checkpoint.size, old_root, checkpoint.root, request.proof

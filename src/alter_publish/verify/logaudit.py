@@ -3,11 +3,13 @@ tile and the root from the entry bundles, check the checkpoint's signature, and 
 that checkpoints extend one another.
 
 Failures raise :class:`VerificationError` with one of the log categories:
-``tampered-entry`` (an entry, a tile or the root is not what the entries give),
-``dropped-entry`` (a bundle or entry is missing), ``equivocation`` (two signed roots for
-one size), ``fork`` (a newer checkpoint does not extend an older one), ``rollback`` (a
-checkpoint older than one seen before), ``bad-signature``, ``malformed``, and with a witness
-policy (c2sp.org/tlog-policy) ``quorum-not-met`` (too few valid cosignatures).
+``tampered-entry`` (an entry or the root is not what the entries give),
+``dropped-entry`` (a bundle or entry is missing), ``bad-tile`` (a hash tile is not what
+the signed entries give, or a mirror's tile does not agree with the signed root),
+``equivocation`` (two signed roots for one size), ``fork`` (a newer checkpoint does not
+extend an older one), ``rollback`` (a checkpoint older than one seen before),
+``bad-signature``, ``malformed``, and with a witness policy (c2sp.org/tlog-policy)
+``quorum-not-met`` (too few valid cosignatures).
 """
 
 from __future__ import annotations
@@ -18,7 +20,7 @@ from pathlib import Path
 
 from alter_publish.errors import UsageError, VerificationError
 from alter_publish.fileio import read_bounded
-from alter_publish.format.note import Note, Verifier
+from alter_publish.format.note import ED25519_TYPE, Note, Verifier
 from alter_publish.format.policy import Policy
 from alter_publish.format.tiles import (
     ENTRIES,
@@ -28,7 +30,12 @@ from alter_publish.format.tiles import (
     decode_entries,
     tiles_for_size,
 )
-from alter_publish.format.tlog import Checkpoint, consistency_proof, verify_consistency
+from alter_publish.format.tlog import (
+    HASH_OCTETS,
+    Checkpoint,
+    consistency_proof,
+    verify_consistency,
+)
 
 CHECKPOINT_FILE = "checkpoint"
 
@@ -50,7 +57,13 @@ def signed_checkpoint(text: str, verifier: Verifier, where: str) -> Checkpoint:
 
     Raises:
         VerificationError: ``bad-signature`` or ``malformed``.
+        UsageError: ``verifier`` is a witness cosignature key, not a log key.
     """
+    if verifier.algorithm != ED25519_TYPE:
+        raise UsageError(
+            f"{verifier.name} is a witness cosignature key (type 0x04), not a log key",
+            where=where,
+        )
     try:
         note = Note.parse(text)
         note.verify(verifier)
@@ -72,11 +85,51 @@ CHECKPOINT_OCTETS_MAX = 64 * 1024
 
 def stored_tiles(directory: Path) -> Callable[[Tile], bytes]:
     """A tile loader for :class:`TreeHashes` reading ``directory`` (a log's tiles, perhaps
-    a mirror's): each a regular file no larger than its tile can be.
+    a mirror's): each a regular file no larger than its tile can be, a hash tile exactly
+    its width of hashes.
 
-    The loader raises OSError for an unreadable, linked, special or oversized file.
+    The loader raises :class:`VerificationError`: ``dropped-entry`` for a missing file,
+    ``bad-tile`` (naming the file) for an unreadable, linked, special, oversized or
+    (a hash tile) cut short one.
     """
-    return lambda tile: read_bounded(directory / tile.path, tile.octets_max)
+
+    def load(tile: Tile) -> bytes:
+        path = directory / tile.path
+        try:
+            data = read_bounded(path, tile.octets_max)
+        except FileNotFoundError as exc:
+            raise VerificationError("missing", where=str(path), category="dropped-entry") from exc
+        except OSError as exc:
+            what = f"cannot read: {exc.strerror}"
+            raise VerificationError(what, where=str(path), category="bad-tile") from exc
+        if tile.level != ENTRIES and len(data) != tile.width * HASH_OCTETS:
+            what = f"holds {len(data)} octets, not {tile.width} hashes"
+            raise VerificationError(what, where=str(path), category="bad-tile")
+        return data
+
+    return load
+
+
+def check_tiles(tree: TreeHashes, root: bytes, directory: Path) -> None:
+    """Check that the tiles ``tree`` read from ``directory`` (through
+    :func:`stored_tiles`) agree with ``root``, the signed root of its size: called when
+    a proof made from them fails, to tell a bad mirror from a bad log.
+
+    Raises:
+        VerificationError: ``bad-tile`` naming the tile (or, when the right edge gives
+            another root, the edge's tiles); ``dropped-entry`` for a missing tile.
+    """
+    try:
+        bad = tree.misfits(root)
+    except ValueError as exc:
+        raise VerificationError(str(exc), where=str(directory), category="bad-tile") from exc
+    if len(bad) == 1:
+        what = f"its hashes do not lead to the signed root of size {tree.size}"
+        raise VerificationError(what, where=str(directory / bad[0].path), category="bad-tile")
+    if bad:
+        paths = ", ".join(tile.path for tile in bad)
+        what = f"the tiles {paths} do not give the signed root of size {tree.size}"
+        raise VerificationError(what, where=str(directory), category="bad-tile")
 
 
 def read_checkpoint_file(path: Path) -> str:
@@ -186,22 +239,23 @@ def audit_log(
     checkpoint = signed_checkpoint(text, verifier, where)
     cosigners = () if policy is None else policy.check(Note.parse(text), where)
     tree = TreeHashes.of_entries(_entries(directory, checkpoint.size))
-    expected = dict(tree.changed())
-    hash_tiles = tiles_for_size(checkpoint.size)
-    for tile in hash_tiles:
-        path = directory / tile.path
-        if _read(path, "tampered-entry") != expected[tile]:
-            raise VerificationError(
-                "tile differs from the hashes of the entries",
-                where=str(path),
-                category="tampered-entry",
-            )
     if tree.root() != checkpoint.root:
         raise VerificationError(
             f"the entries give another root than the checkpoint of size {checkpoint.size}",
             where=where,
             category="tampered-entry",
         )
+    # The entries are the signed log's: a tile that differs is the tile's fault.
+    expected = dict(tree.changed())
+    hash_tiles = tiles_for_size(checkpoint.size)
+    for tile in hash_tiles:
+        path = directory / tile.path
+        if _read(path, "bad-tile") != expected[tile]:
+            raise VerificationError(
+                "tile differs from the hashes of the entries",
+                where=str(path),
+                category="bad-tile",
+            )
     extends: list[int] = []
     for path in older:
         old = signed_checkpoint(
@@ -249,7 +303,9 @@ def consistency(old_path: Path, new_path: Path, verifier: Verifier, tiles: Path)
         The number of entries added between them.
 
     Raises:
-        VerificationError: ``bad-signature``, ``rollback``, ``equivocation``, ``fork``.
+        VerificationError: ``bad-signature``, ``rollback``, ``equivocation``, ``fork``;
+            ``bad-tile`` (a tile of ``tiles`` does not agree with the new checkpoint)
+            or ``dropped-entry`` (one is missing).
     """
     old = signed_checkpoint(
         _read(old_path, "malformed").decode("utf-8", "replace"), verifier, str(old_path)
@@ -264,4 +320,8 @@ def consistency(old_path: Path, new_path: Path, verifier: Verifier, tiles: Path)
         raise VerificationError(
             f"cannot read the tiles: {exc}", where=str(tiles), category="dropped-entry"
         ) from exc
+    except VerificationError as exc:
+        if exc.category == "fork":
+            check_tiles(tree, new.root, tiles)
+        raise
     return new.size - old.size

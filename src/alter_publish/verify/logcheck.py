@@ -12,6 +12,9 @@ Categories: ``not-included`` (the envelope's entry, or its ``log=`` tree, is not
 checkpoint), ``fork`` (``log=`` or the pinned checkpoint is not a prefix of it),
 ``equivocation`` (two roots for one size), ``rollback`` (smaller than the pinned one),
 ``bad-signature``, ``malformed``, ``dropped-entry`` (a tile needed is missing),
+``bad-tile`` (a tile needed is cut short, oversized, not a regular file, or holds hashes
+that do not lead to the signed root: the tiles, not the log, are at fault; checked
+whenever a proof fails, so ``not-included`` and ``fork`` are the signed log's),
 ``insecure``/``bogus`` (the DNS checkpoint is not validated), and with a witness policy
 (c2sp.org/tlog-policy) ``quorum-not-met``: the checkpoint's valid cosignatures fall
 short of the policy's quorum. A checkpoint refused for any reason is never pinned.
@@ -44,6 +47,7 @@ from alter_publish.keys.logkey import LOG_ORIGIN_SUFFIX
 from alter_publish.verify.logaudit import (
     CHECKPOINT_FILE,
     check_extends,
+    check_tiles,
     read_checkpoint_file,
     signed_checkpoint,
     stored_tiles,
@@ -121,7 +125,9 @@ def check_envelope_in_log(
     that its ``log=`` tree is a prefix of it, with proofs made from ``tiles``.
 
     Raises:
-        VerificationError: ``not-included``, ``fork`` or ``dropped-entry``.
+        VerificationError: ``not-included``, ``fork``, ``dropped-entry``, or ``bad-tile``
+            (a tile of ``tiles`` that does not agree with the signed root: the proof's
+            failure is the mirror's, not the log's).
     """
     index, size = envelope.log_size, checkpoint.size
     if index >= size:
@@ -136,11 +142,13 @@ def check_envelope_in_log(
     try:
         verify_inclusion(leaf_hash(entry), index, size, path, checkpoint.root)
     except VerificationError as exc:
+        check_tiles(tree, checkpoint.root, tiles)
         what = f"the envelope is not entry {index} of the checkpoint of size {size}"
         raise _fail(what, where, "not-included") from exc
     try:
         verify_consistency(index, size, envelope.log_root, checkpoint.root, old)
     except VerificationError as exc:
+        check_tiles(tree, checkpoint.root, tiles)
         what = f"the envelope's log={index}:<root> is not a prefix of the checkpoint"
         raise _fail(what, where, "fork") from exc
 
@@ -180,4 +188,8 @@ def check_log(
         check_extends(pinned, checkpoint, tree, where)
     except (OSError, ValueError) as exc:
         raise _fail(f"cannot read the tiles: {exc}", str(source.tiles), "dropped-entry") from exc
+    except VerificationError as exc:
+        if exc.category == "fork":
+            check_tiles(tree, checkpoint.root, source.tiles)
+        raise
     return checkpoint, "advanced"

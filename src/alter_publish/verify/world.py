@@ -51,6 +51,8 @@ from alter_publish.dns.iterate import (
 )
 from alter_publish.dns.validation import DNSSECStatus
 from alter_publish.errors import AlterError, ResolveError
+from alter_publish.format.logrecord import log_record_owner
+from alter_publish.verify.logserved import LOG_CHECKPOINT_DIFFERS, served_log_problem
 from alter_publish.verify.proof import Expectation, ProofReport, prove_served
 
 #: How long one try of a question to one server may take (two tries over UDP).
@@ -99,6 +101,7 @@ CODES: Mapping[str, str] = {
     "dane-tlsa-differs": "error",
     "dane-lookup-failed": "error",
     "dane-unsupported": "warning",
+    LOG_CHECKPOINT_DIFFERS: "error",
 }
 
 
@@ -166,6 +169,8 @@ class Expected:
         glue: in-zone name server name -> its addresses, as the zone publishes them.
         anchors: trust anchors the zone's answers validate to (its DS).
         expectations: handle-ref -> what was signed (as the loopback proof takes it).
+        log_checkpoint: the log-signed checkpoint note the ``_alter-log`` record holds
+            (None: the zone publishes no log).
     """
 
     serial: int
@@ -176,6 +181,7 @@ class Expected:
     glue: Mapping[str, frozenset[str]]
     anchors: tuple[TrustAnchor, ...] = ()
     expectations: Mapping[str, Expectation] = field(default_factory=dict)
+    log_checkpoint: str | None = None
 
 
 class SkippedError(ResolveError):
@@ -469,6 +475,14 @@ def _check_address(
             ),
         ]
     findings += _cds_findings(apex, address, expected, prober, where=where)
+    if expected.log_checkpoint is not None:
+        owner = log_record_owner(spec.origin)
+        try:
+            reply = prober.ask(address, dns.name.from_text(owner), dns.rdatatype.TXT)
+        except ResolveError as exc:
+            return [*findings, Finding("unreachable", exc.what, where)]
+        if problem := served_log_problem(reply, owner, expected.log_checkpoint):
+            findings.append(Finding(LOG_CHECKPOINT_DIFFERS, problem, where))
     try:
         proof = prove_served(
             (address, prober.port),
