@@ -346,17 +346,21 @@ def test_bad_publish_input_gives_one_line_and_asks_no_server(
     assert trap.touched() == [], "the command asked the server before refusing its input"
 
 
-# Nothing answers on UDP, so each of these waits for the query timeout (a few seconds).
+# Nothing answers on UDP, so each of these waits for the query timeout (1 s here).
 NETWORK_CASES = [
     Case(
         "plan-nothing-listens",
-        _args(*PLAN),
+        _args(*PLAN, "--timeout", "1"),
         EXIT_NETWORK,
         ("{server}", "no answer from {server}"),
     ),
     Case(
         "push-nothing-listens",
-        _with_file(KEY_FILE, WITH_KEY, _args(*PUSH, "--trust-anchor", "build/example.com.ds")),
+        _with_file(
+            KEY_FILE,
+            WITH_KEY,
+            _args(*PUSH, "--trust-anchor", "build/example.com.ds", "--timeout", "1"),
+        ),
         EXIT_NETWORK,
         ("{server}", "no answer from {server}"),
         absent=(TSIG_SECRET_B64,),

@@ -29,6 +29,7 @@ import dns.rdtypes.ANY.NSEC3
 import dns.rdtypes.ANY.RRSIG
 import dns.rrset
 import dns.zone
+import pytest
 
 from alter_publish.pipeline import read_zone_file
 from tests.cli.workspace import ZONE, Result, Workspace, simulated
@@ -129,6 +130,7 @@ def _check_stage(ws: Workspace, moment: int, listed: set[int], signer: int) -> N
     assert bind.ok, bind.output
 
 
+@pytest.mark.slow  # a whole KSK rollover, BIND-checked at every step
 def test_a_ksk_rollover_publishes_cds_and_cdnskey_then_removes_them(tmp_path: Path) -> None:
     require_tool("ldns-verify-zone")
     require_tool("dnssec-verify")

@@ -199,6 +199,7 @@ def test_deleting_most_records_needs_force(
     _foreign_intact(server)
 
 
+@pytest.mark.slow  # SIGKILLs push part-way, on named and on knotd
 def test_a_push_cut_short_is_finished_by_the_next_one(
     primary: tuple[AuthoritativeServer, Workspace, Path, Path],
 ) -> None:

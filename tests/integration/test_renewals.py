@@ -21,6 +21,8 @@ from alter_publish.keys.store import KeyStore
 from alter_publish.pipeline import SignReport, sign
 from tests.conftest import NOW
 
+pytestmark = pytest.mark.slow  # 16 daily runs, each twice (patched and full): ~30 s
+
 ZONE = "renew.example"
 HANDLES = 120
 DAY_SECONDS = 86_400
