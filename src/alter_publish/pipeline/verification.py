@@ -30,12 +30,13 @@ from alter_publish.format.identitylog import (
     log_path_for,
     read_log,
 )
+from alter_publish.format.logrecord import checkpoint_record
 from alter_publish.keys.lifecycle import (
     LogIndex,
 )
 from alter_publish.keys.logkey import LogKeyStore
 from alter_publish.pipeline.chain import handle_expectation
-from alter_publish.pipeline.logverify import check_published_log
+from alter_publish.pipeline.logverify import check_published_log, published_log_note
 from alter_publish.pipeline.paths import current_outputs, ds_path, output_paths
 from alter_publish.pipeline.reports import VerifyReport
 from alter_publish.verify.proof import (
@@ -130,6 +131,7 @@ def verify(
     root_hints: RootHints | None = None,
     owners: Collection[str] | None = None,
     log_keys: LogKeyStore | None = None,
+    log_record: bool = False,
 ) -> VerifyReport:
     """Prove already-rendered output: serve ``<out>/<zone>.zone`` and verify every handle.
 
@@ -148,10 +150,13 @@ def verify(
     ``owners`` (with ``server`` only: ``push`` after a small change) limits the proof to
     the handles at those owner names (lower-case text with the final dot); the chain of
     trust to them is proven as for every handle. ``log_keys``: the log too (``_check_log``).
+    ``log_record`` (with ``server`` only: ``push``): the zone's ``_alter-log`` record must
+    be served, validated like the handles, as the log-signed checkpoint of
+    ``<out>/<zone>/log/checkpoint`` (when the zone has a log).
 
     Raises:
         DefinitionError: a zone definition is wrong.
-        RenderError: an output file is missing or broken.
+        RenderError: an output file (the log's checkpoint included) is missing or broken.
         UsageError: a trust anchor file is missing or not DS/DNSKEY records.
         ServeError: the loopback server could not start.
         ResolveError: ``server`` gives no usable answer (down, or refusing the zone).
@@ -183,6 +188,7 @@ def verify(
         else:
             check_answers(server, spec.origin, now=now)
             secure = False if allow_insecure else None
+            note = published_log_note(out, spec.origin) if log_record else None
             if owners is not None:
                 wanted = frozenset(owners)
                 subset = tuple(handle for handle in spec.handles if handle.owner in wanted)
@@ -196,6 +202,7 @@ def verify(
                     anchors=anchors,
                     secure=secure,
                     root_hints=root_hints,
+                    checkpoint=None if note is None else checkpoint_record(note),
                 )
             )
     return VerifyReport(proofs=tuple(proofs), warnings=tuple(warnings))
