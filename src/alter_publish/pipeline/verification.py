@@ -150,9 +150,8 @@ def verify(
     ``owners`` (with ``server`` only: ``push`` after a small change) limits the proof to
     the handles at those owner names (lower-case text with the final dot); the chain of
     trust to them is proven as for every handle. ``log_keys``: the log too (``_check_log``).
-    ``log_record`` (with ``server`` only: ``push``): the zone's ``_alter-log`` record must
-    be served, validated like the handles, as the log-signed checkpoint of
-    ``<out>/<zone>/log/checkpoint`` (when the zone has a log).
+    ``log_record`` (with ``server``: ``push``): the ``_alter-log`` record too, validated
+    like the handles, as the log-signed note of ``<out>/<zone>/log/checkpoint``.
 
     Raises:
         DefinitionError: a zone definition is wrong.
@@ -187,12 +186,7 @@ def verify(
                 _check_log(zone, spec, out, log_keys)
         else:
             check_answers(server, spec.origin, now=now)
-            secure = False if allow_insecure else None
-            note = published_log_note(out, spec.origin) if log_record else None
-            if owners is not None:
-                wanted = frozenset(owners)
-                subset = tuple(handle for handle in spec.handles if handle.owner in wanted)
-                spec = dataclasses.replace(spec, handles=subset)
+            spec = spec if owners is None else _at_owners(spec, owners)
             proofs.append(
                 prove_served(
                     server,
@@ -200,12 +194,31 @@ def verify(
                     expectations,
                     now=now,
                     anchors=anchors,
-                    secure=secure,
+                    secure=False if allow_insecure else None,
                     root_hints=root_hints,
-                    checkpoint=None if note is None else checkpoint_record(note),
+                    checkpoint=_log_record(out, spec.origin) if log_record else None,
                 )
             )
     return VerifyReport(proofs=tuple(proofs), warnings=tuple(warnings))
+
+
+def _at_owners(spec: ZoneSpec, owners: Collection[str]) -> ZoneSpec:
+    """``spec`` with only its handles at ``owners`` (lower-case, absolute)."""
+    wanted = frozenset(owners)
+    return dataclasses.replace(
+        spec, handles=tuple(handle for handle in spec.handles if handle.owner in wanted)
+    )
+
+
+def _log_record(out: Path, origin: str) -> str | None:
+    """The ``_alter-log`` record text of ``<out>/<origin>/log/checkpoint`` (its log-signed
+    note); None when the zone publishes no log.
+
+    Raises:
+        RenderError: the checkpoint file is unreadable or not a signed note.
+    """
+    note = published_log_note(out, origin)
+    return None if note is None else checkpoint_record(note)
 
 
 def _check_log(
