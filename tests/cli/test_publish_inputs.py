@@ -413,7 +413,8 @@ def test_plan_against_the_rendered_zone_has_nothing_to_do(workspace: Workspace) 
 
     assert (result.returncode, result.stderr) == (EXIT_OK, ""), result.describe()
     assert result.stdout == (
-        f"{ZONE}: nothing to do on {server} ({HANDLES} alter1 records served, read by queries)\n"
+        f"{ZONE}: nothing to do on {server} "
+        f"({HANDLES + 1} managed records served, read by queries)\n"  # and the log's record
     ), result.describe()
     assert_unchanged(before, workspace.snapshot())
 
@@ -436,9 +437,9 @@ def test_plan_lists_the_one_owner_whose_text_changed(workspace: Workspace) -> No
     line = assert_one_error_line(result, EXIT_DRIFT)
     assert line == f"{ZONE}: 1 owner name(s) differ; run push", result.describe()
     assert result.stdout.splitlines() == [
-        f"~ {DREW_OWNER} (update: 1 -> 1 alter1 record(s))",
+        f"~ {DREW_OWNER} (update: 1 -> 1 record(s))",
         f"{ZONE}: 0 add, 1 update, 0 delete on {server} "
-        f"({HANDLES} alter1 records served, read by queries)",
+        f"({HANDLES + 1} managed records served, read by queries)",
     ], result.describe()
     assert_unchanged(before, workspace.snapshot())
 

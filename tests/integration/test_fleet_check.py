@@ -6,21 +6,32 @@ it. The fleet serves example.com on three more addresses of the hierarchy's bloc
 (127.0.N.6 BIND, .7 NSD, .8 Knot, port 53), and the hierarchy's ``com.`` delegates
 example.com to them (ns1, ns2, ns3.example.com., glue, the DS of the key the
 primary signs with). BIND signs the zone itself (inline signing), takes the alter1
-records by TSIG-signed UPDATE and NOTIFYs NSD and Knot, which transfer it.
+records and the log's ``_alter-log`` checkpoint record by TSIG-signed UPDATE and
+NOTIFYs NSD and Knot, which transfer it; ``check --primary`` compares the checkpoint
+each serves with ``build/<zone>/log/checkpoint``.
 """
 
 from __future__ import annotations
 
+import base64
 import subprocess
 import time
 from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
 
+import dns.name
+import dns.query
+import dns.rdataclass
+import dns.rdatatype
+import dns.rdtypes.ANY.TXT
+import dns.update
 import pytest
 
-from alter_publish.errors import EXIT_DRIFT, EXIT_OK, EXIT_VERIFICATION
+from alter_publish.errors import EXIT_DRIFT, EXIT_OK, EXIT_USAGE, EXIT_VERIFICATION
+from alter_publish.format.envelope import split_txt
 from alter_publish.pipeline.clock import SIMULATED_TIME_FLAG
+from alter_publish.publish.push import read_tsig_key
 from tests.integration.hierarchy import (
     DNS_PORT,
     Delegation,
@@ -34,6 +45,8 @@ from tests.integration.servers import Knot, Named, Nsd, make_tsig_key
 from tests.integration.test_push import Workspace
 
 ZONE = "example.com"
+LOG_OWNER = f"_alter-log.{ZONE}."
+LOG_PREFIX = "v=alter-log1; n="
 NAMES = ("ns1.example.com.", "ns2.example.com.", "ns3.example.com.")
 #: The last octets of the fleet's addresses in the hierarchy's block (.1 to .5 and .53
 #: are the hierarchy's).
@@ -241,3 +254,52 @@ def test_a_stopped_secondary_push_exits_7_and_check_1_naming_it(world_fleet: Wor
         time.sleep(0.2)
     checked = world_fleet.check("--primary", primary)
     assert checked.returncode == EXIT_OK, checked.stdout + checked.stderr
+
+
+def _replace_checkpoint_by_hand(world_fleet: WorldFleet) -> None:
+    """On the primary, swap the ``_alter-log`` record for one whose checkpoint claims one
+    more entry (signature lines kept): what a stale or forged push would leave."""
+    (served,) = world_fleet.primary.rrset(LOG_OWNER, dns.rdatatype.TXT)
+    assert isinstance(served, dns.rdtypes.ANY.TXT.TXT)
+    text = b"".join(served.strings).decode("ascii")
+    assert text.startswith(LOG_PREFIX)
+    lines = base64.b64decode(text.removeprefix(LOG_PREFIX)).decode("utf-8").split("\n")
+    lines[1] = str(int(lines[1]) + 1)
+    forged = LOG_PREFIX + base64.b64encode("\n".join(lines).encode("utf-8")).decode("ascii")
+    key = read_tsig_key(world_fleet.key_file)
+    update = dns.update.UpdateMessage(
+        ZONE + ".", keyring=key.keyring, keyname=key.keyname, keyalgorithm=key.algorithm
+    )
+    update.delete(LOG_OWNER, "TXT")
+    rdata = dns.rdtypes.ANY.TXT.TXT(dns.rdataclass.IN, dns.rdatatype.TXT, split_txt(forged))
+    update.add(LOG_OWNER, 300, rdata)
+    host, port = world_fleet.primary.address
+    assert dns.query.tcp(update, host, port=port, timeout=5).rcode() == 0
+
+
+def test_check_primary_finds_a_checkpoint_record_that_is_not_signs(
+    world_fleet: WorldFleet,
+) -> None:
+    assert world_fleet.push().returncode == EXIT_OK
+    _replace_checkpoint_by_hand(world_fleet)
+    serial = world_fleet.primary.soa_serial()
+    deadline = time.monotonic() + CATCH_UP_SECONDS
+    secondaries = (world_fleet.nsd, world_fleet.knot)
+    while any(s.soa_serial() != serial for s in secondaries) and time.monotonic() < deadline:
+        time.sleep(0.2)
+
+    checked = world_fleet.check("--primary", world_fleet.primary.server_spec)
+
+    # Before: check --primary did not compare the record (push did not send it): exit 0.
+    assert checked.returncode == EXIT_VERIFICATION, checked.stdout + checked.stderr
+    findings = [line for line in checked.stdout.splitlines() if " at " in line]
+    assert len(findings) == 3, checked.stdout
+    assert all(" error log-checkpoint-differs at ns" in line for line in findings), findings
+    assert all(f"{LOG_OWNER}: serves the checkpoint of size" in line for line in findings)
+    # The served checkpoint claims a bigger tree: putting sign's back is a rollback to
+    # push refuses without --force; forced, it does, and check passes again.
+    refused = world_fleet.push()
+    assert refused.returncode == EXIT_USAGE, refused.stdout + refused.stderr
+    assert "would replace the served checkpoint of size" in refused.stderr
+    assert world_fleet.push("--force").returncode == EXIT_OK
+    assert world_fleet.check("--primary", world_fleet.primary.server_spec).returncode == EXIT_OK

@@ -1,15 +1,17 @@
 """``plan`` and ``push`` against real primaries (BIND, Knot) with TSIG on loopback.
 
 The primaries own the zone and sign it themselves (inline signing): alter-publish
-pushes only its alter1 records and proves the answers against the server's own DS.
-Checked: plan then push converges (a second plan has nothing to do), records we do
-not own are never touched, a record changed on the server by hand shows as drift,
-large deletions need --force, and a push cut short by a killed server is finished
-by the next plan and push with nothing lost.
+pushes only its alter1 records and the log's checkpoint record (``_alter-log``) and
+proves the answers against the server's own DS. Checked: plan then push converges (a
+second plan has nothing to do), records we do not own are never touched, a record
+changed on the server by hand shows as drift, a sign that appends to the log is
+pushed with its new checkpoint, large deletions need --force, and a push cut short by
+a killed server is finished by the next plan and push with nothing lost.
 """
 
 from __future__ import annotations
 
+import base64
 import json
 import subprocess
 import sys
@@ -32,6 +34,7 @@ from tests.conftest import EXAMPLE_ZONE
 from tests.integration.servers import AuthoritativeServer, Knot, Named, make_tsig_key
 
 ZONE = "example.com"
+LOG_OWNER = f"_alter-log.{ZONE}."
 FOREIGN = (
     ("www.example.com.", '"not ours"'),
     ("_alter.blake.example.com.", '"keep me: not an alter1 record"'),
@@ -134,14 +137,15 @@ def test_plan_then_push_converges_and_touches_nothing_else(
     server, ws, key_file, anchor = primary
     code, first = _plan(ws, server, key_file)
     assert code == EXIT_DRIFT
-    assert first["counts"] == {"add": 5, "update": 0, "delete": 0}
+    assert first["counts"] == {"add": 6, "update": 0, "delete": 0}  # 5 handles, the log
     assert first["enumeration"] == "axfr"
     pushed = _push(ws, server, key_file, anchor)
     assert pushed.returncode == EXIT_OK, pushed.stdout + pushed.stderr
     assert "5/5 handles verified" in pushed.stdout
     assert "(secure)" in pushed.stdout  # validated to the server's own DS
     code, second = _plan(ws, server, key_file)
-    assert (code, second["pending"], second["served_records"]) == (EXIT_OK, False, 5)
+    assert (code, second["pending"], second["served_records"]) == (EXIT_OK, False, 6)
+    assert _served_checkpoint(server) == _built_checkpoint(ws)
     _foreign_intact(server)
     # The proof against the server also passes on its own.
     verify = ws.run(
@@ -175,6 +179,49 @@ def test_a_record_changed_by_hand_shows_up_as_drift(
     ]
     assert _push(ws, server, key_file, anchor).returncode == EXIT_OK
     assert _plan(ws, server, key_file)[0] == EXIT_OK
+
+
+def _served_checkpoint(server: AuthoritativeServer) -> tuple[int, str]:
+    """The tree size and root of the checkpoint record the server serves."""
+    (record,) = [
+        b"".join(rdata.strings).decode("ascii")
+        for rdata in server.rrset(dns.name.from_text(LOG_OWNER), dns.rdatatype.TXT)
+    ]
+    prefix = "v=alter-log1; n="
+    assert record.startswith(prefix)
+    lines = base64.b64decode(record.removeprefix(prefix)).decode("utf-8").split("\n")
+    return int(lines[1]), lines[2]
+
+
+def _built_checkpoint(ws: Workspace) -> tuple[int, str]:
+    """The tree size and root of ``build/<zone>/log/checkpoint``."""
+    lines = (ws.root / "build" / ZONE / "log" / "checkpoint").read_text(encoding="utf-8")
+    size, root = lines.split("\n")[1:3]
+    return int(size), root
+
+
+def test_a_sign_that_appends_to_the_log_is_pushed_with_its_checkpoint(
+    primary: tuple[AuthoritativeServer, Workspace, Path, Path],
+) -> None:
+    server, ws, key_file, anchor = primary
+    assert _push(ws, server, key_file, anchor).returncode == EXIT_OK
+    size, _ = _served_checkpoint(server)
+    ws.ok("rotate", "~blake", "--zone", ZONE, "--now", str(ws.now), SIMULATED_TIME_FLAG)
+    ws.ok("sign", "--now", str(ws.now), SIMULATED_TIME_FLAG)
+    assert _built_checkpoint(ws)[0] > size  # the sign appended blake's new epoch
+    code, planned = _plan(ws, server, key_file)
+    assert code == EXIT_DRIFT
+    assert [(c["owner"], c["action"]) for c in planned["changes"]] == [
+        (LOG_OWNER, "update"),
+        ("_alter.blake.example.com.", "update"),
+    ]
+    pushed = _push(ws, server, key_file, anchor, "--json")
+    assert pushed.returncode == EXIT_OK, pushed.stdout + pushed.stderr
+    proof = json.loads(pushed.stdout)["proof"]["zones"][0]["checkpoint"]
+    assert (proof["owner"], proof["ok"], proof["dnssec"]) == (LOG_OWNER, True, "secure")
+    assert _served_checkpoint(server) == _built_checkpoint(ws)
+    assert _plan(ws, server, key_file)[1]["pending"] is False
+    _foreign_intact(server)
 
 
 def test_deleting_most_records_needs_force(
@@ -217,7 +264,7 @@ def test_a_push_cut_short_is_finished_by_the_next_one(
     assert len([line for line in failed.stderr.splitlines() if line.strip()]) == 1
     server.start()  # restarts from its journal, on the same port
     code, rest = _plan(ws, server, key_file)
-    assert (code, rest["counts"]) == (EXIT_DRIFT, {"add": 3, "update": 0, "delete": 0})
+    assert (code, rest["counts"]) == (EXIT_DRIFT, {"add": 4, "update": 0, "delete": 0})
     assert rest["served_records"] == 2  # both owners pushed before the crash survived
     assert _push(ws, server, key_file, anchor).returncode == EXIT_OK
     assert _plan(ws, server, key_file)[0] == EXIT_OK
@@ -236,7 +283,7 @@ def test_a_server_that_does_not_sign_needs_allow_insecure(tmp_path: Path) -> Non
         refused = ws.run("push", ZONE, "--server", spec, "--tsig-key", str(key_file), *only)
         assert refused.returncode == EXIT_USAGE, refused.stdout + refused.stderr
         assert "--allow-insecure" in refused.stderr
-        assert _plan(ws, server, key_file)[1]["counts"]["add"] == 5  # nothing was pushed
+        assert _plan(ws, server, key_file)[1]["counts"]["add"] == 6  # nothing was pushed
         pushed = ws.run(
             "push", ZONE, "--server", spec, "--tsig-key", str(key_file), "--allow-insecure", *only
         )

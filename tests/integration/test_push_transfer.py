@@ -3,8 +3,9 @@
 Against Knot and BIND signing the zone themselves (inline signing, TSIG): the fast
 reader finds exactly the TXT records dnspython's own transfer reader finds (the
 reference beside it), refuses a transfer signed with another key, and after one
-handle is edited and signed ``plan`` lists exactly that owner as its one change;
-``push`` then proves that one handle, or every one with ``--prove-all``.
+handle is edited and signed ``plan`` lists exactly that owner and the log's
+checkpoint record (the sign appended to the log) as its changes; ``push`` then proves
+that one handle (and the checkpoint record), or every one with ``--prove-all``.
 """
 
 from __future__ import annotations
@@ -26,6 +27,7 @@ __all__ = ["primary"]  # the fixture, shared with test_push.py
 
 ORIGIN = dns.name.from_text("example.com.")
 CHANGED_OWNER = "_alter.drew.example.com."
+LOG_OWNER = "_alter-log.example.com."
 LIMIT_SECONDS = 20.0
 
 
@@ -98,9 +100,9 @@ def test_plan_lists_exactly_the_one_change_and_push_proves_it(
     code, planned = _plan(ws, server, key_file)
     assert code == EXIT_DRIFT
     assert planned["enumeration"] == "axfr"
-    assert planned["counts"] == {"add": 0, "update": 1, "delete": 0}
-    (change,) = planned["changes"]
-    assert change["owner"] == CHANGED_OWNER
+    assert planned["counts"] == {"add": 0, "update": 2, "delete": 0}
+    log, change = planned["changes"]  # in canonical order
+    assert (log["owner"], change["owner"]) == (LOG_OWNER, CHANGED_OWNER)
     assert "drew.example" in "".join(change["after"]["texts"])
     assert "drew.example" not in "".join(change["before"]["texts"])
 

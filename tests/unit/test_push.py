@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import base64
 import contextlib
+import dataclasses
 import json
 import socket
 import struct
@@ -43,7 +44,11 @@ from alter_publish.dns.zonetext import parse_zone_text
 from alter_publish.errors import EXIT_NETWORK, EXIT_USAGE, PublishError, RenderError, UsageError
 from alter_publish.format.envelope import Revocation, sign_envelope, split_txt
 from alter_publish.format.handles import parse_handle
+from alter_publish.format.logrecord import checkpoint_record, parse_checkpoint_record
+from alter_publish.format.note import Note
+from alter_publish.format.tlog import Checkpoint
 from alter_publish.keys.lifecycle import rotate
+from alter_publish.publish import managed
 from alter_publish.publish import push as publishing
 from tests.conftest import EXAMPLE_ZONE, NOW, Workspace
 
@@ -55,6 +60,7 @@ BOT_OWNER = f"_alter.deploy.bot.{ZONE}."
 OPUS_OWNER = f"_alter.cc-opus-4-7.{ZONE}."
 #: The example zone's owners in DNSSEC canonical order (RFC 4034 6.1), not string order.
 CANONICAL_OWNERS = [APEX_OWNER, BLAKE_OWNER, BOT_OWNER, OPUS_OWNER, DREW_OWNER]
+LOG_OWNER = f"_alter-log.{ZONE}."
 HOUR_SECONDS = 3600
 TXT_STRING_MAX_OCTETS = 255
 TSIG_SECRET = bytes(range(32))
@@ -92,8 +98,8 @@ def _owned(handle: str, detail: str = "sig=AAAA") -> str:
     return f"v=alter1; h={handle}; e=1; {detail}"
 
 
-def _records(owner: str, *texts: str, ttl: int = HOUR_SECONDS) -> publishing.Records:
-    return publishing.Records(owner, ttl, texts, tuple(tuple(_txt(text).strings) for text in texts))
+def _records(owner: str, *texts: str, ttl: int = HOUR_SECONDS) -> managed.Records:
+    return managed.Records(owner, ttl, texts, tuple(tuple(_txt(text).strings) for text in texts))
 
 
 # --- TSIG key files -----------------------------------------------------------------------
@@ -266,7 +272,7 @@ def test_a_file_with_two_keys_never_mixes_them(tmp_path: Path) -> None:
     ],
 )
 def test_owns_alter1_records_with_a_handle(text: str) -> None:
-    assert publishing.owns(text)
+    assert managed.owns(text)
 
 
 @pytest.mark.parametrize(
@@ -284,7 +290,7 @@ def test_owns_alter1_records_with_a_handle(text: str) -> None:
     ],
 )
 def test_does_not_own_other_texts(text: str) -> None:
-    assert not publishing.owns(text)
+    assert not managed.owns(text)
 
 
 # --- plans ---------------------------------------------------------------------------------
@@ -297,13 +303,13 @@ def spec() -> ZoneSpec:
 
 def _plan(
     spec: ZoneSpec,
-    desired: Mapping[str, publishing.Records],
-    served: Mapping[str, publishing.Records],
+    desired: Mapping[str, managed.Records],
+    served: Mapping[str, managed.Records],
 ) -> publishing.Plan:
     return publishing.make_plan(spec, desired, served, server="127.0.0.1:53", enumeration="queries")
 
 
-def _by_owner(*records: publishing.Records) -> dict[str, publishing.Records]:
+def _by_owner(*records: managed.Records) -> dict[str, managed.Records]:
     return {r.owner: r for r in records}
 
 
@@ -380,9 +386,7 @@ def test_change_deletes_counts_replaced_and_removed_records() -> None:
     a, b, c = _owned("~blake", "sig=A"), _owned("~blake", "sig=B"), _owned("~blake", "sig=C")
     two = _records(BLAKE_OWNER, a, b)
 
-    def deletes(
-        action: str, before: publishing.Records | None, after: publishing.Records | None
-    ) -> int:
+    def deletes(action: str, before: managed.Records | None, after: managed.Records | None) -> int:
         return publishing.Change(BLAKE_OWNER, action, before, after).deletes
 
     assert deletes("add", None, two) == 0
@@ -496,12 +500,15 @@ class Signed:
         return pipeline.read_zone_file(self.ws.rendered, ZONE)
 
     def texts(self) -> dict[str, list[str]]:
-        """Owner -> sorted texts, as the envelopes document says."""
+        """Owner -> sorted texts, as the envelopes document says, and the log's checkpoint
+        record as the rendered zone holds it."""
         doc = json.loads(self.ws.envelopes.read_text(encoding="utf-8"))
+        (log,) = [_joined(r) for r in self.zone().find_rdataset(LOG_OWNER, dns.rdatatype.TXT)]
+        assert log.startswith("v=alter-log1; n=")
         return {
             item["owner"]: sorted([item["text"], *item.get("revocations", [])])
             for item in doc["handles"]
-        }
+        } | {LOG_OWNER: [log]}
 
 
 @pytest.fixture
@@ -519,7 +526,7 @@ def _serving(*zones: dns.zone.Zone) -> Iterator[tuple[str, int]]:
         yield server.address
 
 
-def _served_texts(served: Mapping[str, publishing.Records]) -> dict[str, list[str]]:
+def _served_texts(served: Mapping[str, managed.Records]) -> dict[str, list[str]]:
     return {owner: sorted(records.texts) for owner, records in served.items()}
 
 
@@ -538,7 +545,8 @@ def test_served_records_by_queries_are_the_signed_texts(signed: Signed) -> None:
 
     assert how == "queries"
     assert _served_texts(served) == signed.texts()
-    assert list(served) == [h.owner for h in signed.spec.handles]
+    assert list(served) == [*(h.owner for h in signed.spec.handles), LOG_OWNER]
+    assert served[LOG_OWNER].ttl == signed.spec.ttl
     for handle_spec in signed.spec.handles:
         records = served[handle_spec.owner]
         assert records.owner == handle_spec.owner
@@ -555,8 +563,9 @@ def test_served_records_leave_out_foreign_txt_at_our_owners(signed: Signed) -> N
         served, _ = publishing.served_records(signed.spec, address, tsig=None)
 
     assert _served_texts(served) == signed.texts()
-    for records in served.values():
-        assert all(publishing.owns(_joined(rdata)) for rdata in records.rdatas())
+    for owner, records in served.items():
+        ours = managed.owns_log if owner == LOG_OWNER else managed.owns
+        assert all(ours(_joined(rdata)) for rdata in records.rdatas())
 
 
 @pytest.mark.parametrize("with_tsig", [False, True], ids=["no-tsig", "tsig"])
@@ -572,7 +581,7 @@ def test_plan_against_a_server_serving_what_sign_wrote_has_nothing_to_do(
 
     assert result.changes == ()
     assert not result.pending
-    assert (result.served, result.enumeration) == (5, "queries")
+    assert (result.served, result.enumeration) == (6, "queries")
     assert result.server == f"{address[0]}:{address[1]}"
     assert publishing.desired_records(signed.spec, signed.ws.out).keys() == set(signed.texts())
 
@@ -597,7 +606,7 @@ def test_plan_sees_a_missing_owner_and_a_changed_text(signed: Signed) -> None:
     assert update.before is not None
     assert update.after is not None
     assert (update.before.texts, update.after.texts) == ((planted,), (old,))
-    assert (result.served, result.deletes) == (4, 0)
+    assert (result.served, result.deletes) == (5, 0)
 
 
 def test_a_server_not_authoritative_for_the_zone_is_a_publish_error(signed: Signed) -> None:
@@ -702,7 +711,91 @@ def test_a_transfer_also_sees_owners_we_no_longer_list(signed: Signed) -> None:
     assert gone.before is not None
     assert gone.before.texts == (_owned("~old"),)
     assert [_joined(r) for r in gone.before.rdatas()] == [_owned("~old")]
-    assert (result.served, result.deletes) == (6, 1)
+    assert (result.served, result.deletes) == (7, 1)
+
+
+# --- the log's checkpoint record (_alter-log) ------------------------------------------------
+
+
+def _served_log(zone: dns.zone.Zone) -> str:
+    (text,) = [_joined(r) for r in zone.find_rdataset(LOG_OWNER, dns.rdatatype.TXT)]
+    return text
+
+
+def _with_size(record: str, size: int) -> str:
+    """The checkpoint record ``record`` with its tree size changed (signatures kept:
+    plan and push never check them, the proof after a push does)."""
+    note = Note.parse(parse_checkpoint_record(record))
+    checkpoint = Checkpoint.parse(note.text)
+    text = dataclasses.replace(checkpoint, size=size).to_text()
+    return checkpoint_record(Note(text, note.signatures).to_text())
+
+
+def _size(record: str) -> int:
+    return Checkpoint.parse(Note.parse(parse_checkpoint_record(record)).text).size
+
+
+def _serving_log(signed: Signed, text: str) -> dns.zone.Zone:
+    zone = signed.zone()
+    zone.replace_rdataset(LOG_OWNER, dns.rdataset.from_rdata(HOUR_SECONDS, _txt(text)))
+    return zone
+
+
+def test_an_older_served_checkpoint_is_an_update_without_deletions(signed: Signed) -> None:
+    current = _served_log(signed.zone())
+    older = _with_size(current, _size(current) - 1)
+
+    with _serving(_serving_log(signed, older)) as address:
+        result = publishing.plan(signed.spec, out=signed.ws.out, server=address, tsig=None)
+
+    (change,) = result.changes
+    assert (change.owner, change.action, change.deletes) == (LOG_OWNER, "update", 0)
+    assert change.before is not None
+    assert change.after is not None
+    assert (change.before.texts, change.after.texts) == ((older,), (current,))
+    assert change.after.ttl == signed.spec.ttl
+    publishing.check_deletes(result, publishing.DEFAULT_MAX_DELETE_SHARE, force=False)
+
+
+def test_a_newer_served_checkpoint_is_a_rollback_that_needs_force(signed: Signed) -> None:
+    current = _served_log(signed.zone())
+    size = _size(current)
+    newer = _with_size(current, size + 3)
+
+    with _serving(_serving_log(signed, newer)) as address:
+        result = publishing.plan(signed.spec, out=signed.ws.out, server=address, tsig=None)
+
+    assert [(c.owner, c.action) for c in result.changes] == [(LOG_OWNER, "update")]
+    with pytest.raises(UsageError) as raised:
+        publishing.check_deletes(result, 1.0, force=False)
+    assert raised.value.exit_code == EXIT_USAGE
+    assert f"checkpoint of size {size + 3} with size {size}" in str(raised.value)
+    publishing.check_deletes(result, 1.0, force=True)
+
+
+def test_a_zone_that_stops_having_a_log_deletes_the_record(signed: Signed) -> None:
+    (signed.ws.out / ZONE / "log" / "checkpoint").unlink()
+
+    with _serving(signed.zone()) as address:
+        result = publishing.plan(signed.spec, out=signed.ws.out, server=address, tsig=None)
+
+    assert [(c.owner, c.action, c.deletes) for c in result.changes] == [(LOG_OWNER, "delete", 1)]
+    assert LOG_OWNER not in publishing.desired_records(signed.spec, signed.ws.out)
+
+
+@pytest.mark.parametrize("by", ["queries", "axfr"])
+def test_only_the_checkpoint_record_at_the_log_owner_is_ours(signed: Signed, by: str) -> None:
+    zone = signed.zone()
+    log = _served_log(zone)
+    _add_txt(zone, LOG_OWNER, "not ours", "v=alter1; h=~blake; e=1; sig=AAAA")
+    _add_txt(zone, BLAKE_OWNER, log)  # a checkpoint record, but at a handle's owner
+
+    serving = _transfer_server(_zone_rrsets(zone)) if by == "axfr" else _serving(zone)
+    with serving as address:
+        result = publishing.plan(signed.spec, out=signed.ws.out, server=address, tsig=None)
+
+    assert result.enumeration == by
+    assert (result.changes, result.served) == ((), 6)
 
 
 def _recased(text: str) -> Callable[[dns.name.Name], dns.name.Name]:
@@ -730,7 +823,7 @@ def test_a_transfer_matches_owner_names_ignoring_case(signed: Signed, spelling: 
 
 def test_batches_split_by_size(signed: Signed) -> None:
     result = _plan(signed.spec, publishing.desired_records(signed.spec, signed.ws.out), {})
-    assert len(result.changes) == len(CANONICAL_OWNERS)
+    assert len(result.changes) == len(CANONICAL_OWNERS) + 1  # and the log's record
 
     assert list(publishing._batches(result, 1)) == [[c] for c in result.changes]
     assert list(publishing._batches(result, publishing.UPDATE_OCTETS_TARGET)) == [

@@ -64,13 +64,13 @@ def _print_plan(result: publishing.Plan) -> None:
         after = len(change.after.texts) if change.after else 0
         typer.echo(
             f"{marks[change.action]} {change.owner} ({change.action}: "
-            f"{before} -> {after} alter1 record(s))"
+            f"{before} -> {after} record(s))"
         )
     counts = result.counts()
     summary = ", ".join(f"{counts[a]} {a}" for a in ("add", "update", "delete"))
     state = summary if result.pending else "nothing to do"
     typer.echo(
-        f"{result.zone}: {state} on {result.server} ({result.served} alter1 records served, "
+        f"{result.zone}: {state} on {result.server} ({result.served} managed records served, "
         f"read by {result.enumeration})"
     )
 
@@ -86,8 +86,9 @@ def plan(
     ns: NsOption = None,
     as_json: JsonOption = False,
 ) -> None:
-    """List the adds, updates and deletes of alter1 records a push would make, and with
-    --all-ns the serial each name server serves (exit 7 if anything differs or lags)."""
+    """List the adds, updates and deletes of alter1 and log checkpoint records a push would
+    make, and with --all-ns the serial each name server serves (exit 7 if anything
+    differs or lags)."""
     spec = load_zone(find_definition(zone, zones_dir))
     tsig = publishing.read_tsig_key(tsig_key) if tsig_key else None
     address = parse_hostport(server)

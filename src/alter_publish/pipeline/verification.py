@@ -30,12 +30,13 @@ from alter_publish.format.identitylog import (
     log_path_for,
     read_log,
 )
+from alter_publish.format.logrecord import checkpoint_record
 from alter_publish.keys.lifecycle import (
     LogIndex,
 )
 from alter_publish.keys.logkey import LogKeyStore
 from alter_publish.pipeline.chain import handle_expectation
-from alter_publish.pipeline.logverify import check_published_log
+from alter_publish.pipeline.logverify import check_published_log, published_log_note
 from alter_publish.pipeline.paths import current_outputs, ds_path, output_paths
 from alter_publish.pipeline.reports import VerifyReport
 from alter_publish.verify.proof import (
@@ -130,6 +131,7 @@ def verify(
     root_hints: RootHints | None = None,
     owners: Collection[str] | None = None,
     log_keys: LogKeyStore | None = None,
+    log_record: bool = False,
 ) -> VerifyReport:
     """Prove already-rendered output: serve ``<out>/<zone>.zone`` and verify every handle.
 
@@ -148,10 +150,12 @@ def verify(
     ``owners`` (with ``server`` only: ``push`` after a small change) limits the proof to
     the handles at those owner names (lower-case text with the final dot); the chain of
     trust to them is proven as for every handle. ``log_keys``: the log too (``_check_log``).
+    ``log_record`` (with ``server``: ``push``): the ``_alter-log`` record too, validated
+    like the handles, as the log-signed note of ``<out>/<zone>/log/checkpoint``.
 
     Raises:
         DefinitionError: a zone definition is wrong.
-        RenderError: an output file is missing or broken.
+        RenderError: an output file (the log's checkpoint included) is missing or broken.
         UsageError: a trust anchor file is missing or not DS/DNSKEY records.
         ServeError: the loopback server could not start.
         ResolveError: ``server`` gives no usable answer (down, or refusing the zone).
@@ -182,11 +186,7 @@ def verify(
                 _check_log(zone, spec, out, log_keys)
         else:
             check_answers(server, spec.origin, now=now)
-            secure = False if allow_insecure else None
-            if owners is not None:
-                wanted = frozenset(owners)
-                subset = tuple(handle for handle in spec.handles if handle.owner in wanted)
-                spec = dataclasses.replace(spec, handles=subset)
+            spec = spec if owners is None else _at_owners(spec, owners)
             proofs.append(
                 prove_served(
                     server,
@@ -194,11 +194,31 @@ def verify(
                     expectations,
                     now=now,
                     anchors=anchors,
-                    secure=secure,
+                    secure=False if allow_insecure else None,
                     root_hints=root_hints,
+                    checkpoint=_log_record(out, spec.origin) if log_record else None,
                 )
             )
     return VerifyReport(proofs=tuple(proofs), warnings=tuple(warnings))
+
+
+def _at_owners(spec: ZoneSpec, owners: Collection[str]) -> ZoneSpec:
+    """``spec`` with only its handles at ``owners`` (lower-case, absolute)."""
+    wanted = frozenset(owners)
+    return dataclasses.replace(
+        spec, handles=tuple(handle for handle in spec.handles if handle.owner in wanted)
+    )
+
+
+def _log_record(out: Path, origin: str) -> str | None:
+    """The ``_alter-log`` record text of ``<out>/<origin>/log/checkpoint`` (its log-signed
+    note); None when the zone publishes no log.
+
+    Raises:
+        RenderError: the checkpoint file is unreadable or not a signed note.
+    """
+    note = published_log_note(out, origin)
+    return None if note is None else checkpoint_record(note)
 
 
 def _check_log(

@@ -3,7 +3,8 @@
 ``push`` publishes to a primary that signs the zone itself (inline signing) with its own
 keys and serials: the serial to expect at every name server is the primary's, and the
 DS the parent should serve is that of the secure entry points the primary serves, not
-``sign``'s state and ``build/<zone>.ds``. The alter1 records are still ``sign``'s.
+``sign``'s state and ``build/<zone>.ds``. The alter1 records and the ``_alter-log``
+checkpoint record (push sends both) are still ``sign``'s.
 """
 
 from __future__ import annotations
@@ -29,11 +30,10 @@ DEFAULT_DIGEST_TYPE = DSDigest.SHA256
 def primary_expected(
     expected: Expected, origin: str, primary: tuple[str, int], *, timeout: float
 ) -> Expected:
-    """``expected`` with the serial and the DS of what ``primary`` serves for ``origin``
-    (and no ``_alter-log`` checkpoint: push does not send it).
+    """``expected`` with the serial and the DS of what ``primary`` serves for ``origin``.
 
     Args:
-        expected: what ``sign`` wrote (its alter1 records are kept).
+        expected: what ``sign`` wrote (its alter1 records and log checkpoint are kept).
         origin: the zone apex, absolute.
         primary: the primary's ``(address, port)``.
         timeout: seconds to wait for each answer.
@@ -71,7 +71,4 @@ def primary_expected(
         ksks=sep,
         retired=(),
         anchors=(TrustAnchor(apex, ds, ()),),
-        # push sends the primary the alter1 records only, not the _alter-log record:
-        # there is no checkpoint of sign's to expect from a zone the primary signs.
-        log_checkpoint=None,
     )

@@ -1,11 +1,14 @@
-"""Publishing to a real primary: plan and push the zone's alter1 records (RFC 2136 + TSIG).
+"""Publishing to a real primary: plan and push the zone's alter1 records and its log
+checkpoint record (RFC 2136 + TSIG).
 
-What we would publish is what ``sign`` proved and wrote (``<out>/<zone>.envelopes.json``).
-What the server serves is read by zone transfer (AXFR, TSIG-signed) when the server
-allows it, else by asking each of our owner names. Only records we own are ever
-compared, added or deleted: TXT records at an ``_alter`` owner name whose text is an
-alter1 record with an ``h=`` tag (envelopes and revocations). Everything else in the
-zone, other TXT records at the same names included, is left alone.
+What we would publish is what ``sign`` proved and wrote (``<out>/<zone>.envelopes.json``
+and ``<out>/<zone>/log/checkpoint``). What the server serves is read by zone transfer
+(AXFR, TSIG-signed) when the server allows it, else by asking each of our owner names.
+Only records we own are ever compared, added or deleted: TXT records at an ``_alter``
+owner name whose text is an alter1 record with an ``h=`` tag (envelopes and
+revocations), and the ``v=alter-log1`` record at ``_alter-log.<zone>.``
+(:mod:`alter_publish.publish.managed`). Everything else in the zone, other TXT records
+at the same names included, is left alone.
 
 A push is a series of UPDATE messages, each atomic at the server and each signed with
 the TSIG key; if it is cut short, the next ``plan`` shows what is left and the next
@@ -27,19 +30,16 @@ import dns.message
 import dns.name
 import dns.query
 import dns.rcode
-import dns.rdata
-import dns.rdataclass
 import dns.rdatatype
-import dns.rdtypes.ANY.TXT
 import dns.tsig
 import dns.update
 
 from alter_publish.definition.model import ZoneSpec, load_zone
 from alter_publish.dns.transfer import transfer_txt
-from alter_publish.dns.zonetext import txt_text
 from alter_publish.errors import PublishError, RenderError, ResolveError, UsageError
-from alter_publish.format.envelope import Envelope, Revocation, parse_record_or_none, split_txt
+from alter_publish.format.envelope import Revocation, parse_record_or_none
 from alter_publish.format.identitylog import log_path_for, read_log
+from alter_publish.format.logrecord import log_record_owner
 from alter_publish.keys.lifecycle import LogIndex
 from alter_publish.pipeline import VerifyReport, output_paths, verify
 from alter_publish.publish.export import load_export
@@ -50,6 +50,17 @@ from alter_publish.publish.fleet import (
     primary_serial,
     wait_for_serial,
 )
+from alter_publish.publish.managed import (
+    Records,
+    checkpoint_rollback,
+    desired_log_records,
+    newest_epoch,
+    owned,
+    owned_at,
+    owned_checker,
+    selects_owner_wire,
+    txt_rdata,
+)
 from alter_publish.verify.resolve import StubResolver
 
 #: The default largest share of our served records a push may delete without --force.
@@ -58,13 +69,10 @@ DEFAULT_MAX_DELETE_SHARE = 0.25
 UPDATE_OCTETS_TARGET = 16_000
 DEFAULT_TIMEOUT_SECONDS = 5.0
 TSIG_ALGORITHMS = ("hmac-sha256", "hmac-sha384", "hmac-sha512", "hmac-sha224", "hmac-sha1")
-_ALTER_LABEL = b"_alter"
-_ALTER_WIRE = bytes((len(_ALTER_LABEL),)) + _ALTER_LABEL
 _KEY_FILE = re.compile(
     r'key\s+"?(?P<name>[^"\s{]+)"?\s*\{(?P<body>[^}]*)\}\s*;', re.IGNORECASE | re.DOTALL
 )
 _KEY_FIELD = re.compile(r'(?P<field>algorithm|secret)\s+"?(?P<value>[^";\s]+)"?\s*;', re.IGNORECASE)
-_OWNED = re.compile(r"^v=alter1\s*;(?:.*;)?\s*h\s*=", re.DOTALL)
 
 
 # --- TSIG ---------------------------------------------------------------------------
@@ -131,47 +139,17 @@ def read_tsig_key(path: Path) -> TsigKey:
     return TsigKey(name, algorithm, secret)
 
 
-# --- records --------------------------------------------------------------------------
-
-
-def owns(text: str) -> bool:
-    """Whether a TXT record text is ours to manage: an alter1 record with ``h=``."""
-    return _OWNED.match(text) is not None
-
-
-def _rdata(text: str) -> dns.rdata.Rdata:
-    return dns.rdtypes.ANY.TXT.TXT(dns.rdataclass.IN, dns.rdatatype.TXT, list(split_txt(text)))
-
-
-@dataclass(frozen=True, slots=True)
-class Records:
-    """Our records at one owner name: TTL and texts, and the character-strings of each
-    record as served (an update deletes exactly those)."""
-
-    owner: str
-    ttl: int
-    texts: tuple[str, ...]
-    served: tuple[tuple[bytes, ...], ...] = ()
-
-    def rdatas(self) -> tuple[dns.rdata.Rdata, ...]:
-        """The served records as TXT rdatas (to delete)."""
-        return tuple(
-            dns.rdtypes.ANY.TXT.TXT(dns.rdataclass.IN, dns.rdatatype.TXT, strings)
-            for strings in self.served
-        )
-
-    def same_as(self, other: Records) -> bool:
-        """Same texts (in any order) and TTL."""
-        return self.ttl == other.ttl and sorted(self.texts) == sorted(other.texts)
+# --- records ---------------------------------------------------------------------------
 
 
 def desired_records(spec: ZoneSpec, out: Path) -> dict[str, Records]:
-    """What ``sign`` proved and wrote for the zone, per owner name (read as ``export``
-    reads it).
+    """What ``sign`` proved and wrote for the zone, per owner name (the alter1 records
+    read as ``export`` reads them, and the log's checkpoint record).
 
     Raises:
         RenderError: the envelopes document is missing, broken, does not match the
-            definition, or is older than the log (run sign).
+            definition, or is older than the log (run sign); the log's checkpoint file
+            is unreadable.
     """
     index = LogIndex(read_log(log_path_for(spec.path)))
     export = load_export(spec, out, logged=index.newest_text)
@@ -188,32 +166,8 @@ def desired_records(spec: ZoneSpec, out: Path) -> dict[str, Records]:
                 where=str(output_paths(out, spec.origin)[1]),
             )
         found[record.owner] = Records(record.owner, record.ttl, record.texts)
+    found.update(desired_log_records(spec, out))
     return found
-
-
-def _owned_at(owner: str, rrsets: Iterable[Any]) -> Records | None:
-    served: list[tuple[int, tuple[bytes, ...]]] = []
-    for rrset in rrsets:
-        if rrset.rdtype != dns.rdatatype.TXT or rrset.rdclass != dns.rdataclass.IN:
-            continue
-        served.extend((int(rrset.ttl), tuple(rdata.strings)) for rdata in rrset)
-    return _owned(owner, served)
-
-
-def _owned(owner: str, served: Iterable[tuple[int, tuple[bytes, ...]]]) -> Records | None:
-    """Our records among the TXT records (TTL, character-strings) served at ``owner``."""
-    texts: list[str] = []
-    strings: list[tuple[bytes, ...]] = []
-    ttl = 0
-    for record_ttl, record in served:
-        text = txt_text(record)
-        if owns(text):
-            texts.append(text)
-            strings.append(record)
-            ttl = record_ttl
-    if not texts:
-        return None
-    return Records(owner, ttl, tuple(texts), tuple(strings))
 
 
 def served_records(
@@ -231,10 +185,12 @@ def served_records(
     """
     origin = dns.name.from_text(spec.origin)
     try:
-        return _by_transfer(origin, server, tsig, timeout), "axfr"
+        return _by_transfer(spec.origin, server, tsig, timeout), "axfr"
     except (ResolveError, dns.exception.DNSException, OSError, EOFError):
         pass  # transfers refused or not offered: ask for each owner we know
     owners = [handle_spec.owner for handle_spec in spec.handles]
+    owners.append(log_record_owner(spec.origin))
+    ours = owned_checker(spec.origin)
     found: dict[str, Records] = {}
     with StubResolver(server, 0, (), timeout) as stub:
         try:
@@ -252,21 +208,22 @@ def served_records(
             if isinstance(result, ResolveError):
                 raise PublishError(result.what, where=owner)
             response, _ = result
-            records = _owned_at(owner, response.answer)
+            records = owned_at(owner, response.answer, ours(owner))
             if records is not None:
                 found[owner] = records
     return found, "queries"
 
 
 def _by_transfer(
-    origin: dns.name.Name, server: tuple[str, int], tsig: TsigKey | None, timeout: float
+    zone: str, server: tuple[str, int], tsig: TsigKey | None, timeout: float
 ) -> dict[str, Records]:
-    """Our records from an AXFR read at the wire level (only ``_alter`` TXT records are
-    decoded: see :mod:`alter_publish.dns.transfer`)."""
+    """Our records from an AXFR read at the wire level (only the TXT records at
+    ``_alter`` owners and at ``_alter-log.<zone>.`` are decoded: see
+    :mod:`alter_publish.dns.transfer`)."""
     _, records = transfer_txt(
-        origin,
+        dns.name.from_text(zone),
         server,
-        _is_alter_wire,
+        selects_owner_wire(zone),
         keyring=tsig.keyring if tsig else None,
         keyname=tsig.keyname if tsig else None,
         timeout=timeout,
@@ -276,21 +233,12 @@ def _by_transfer(
     for record in records:
         by_owner.setdefault(record.owner, []).append((record.ttl, record.strings))
     found: dict[str, Records] = {}
+    ours = owned_checker(zone)
     for owner, served in by_owner.items():
-        records_here = _owned(owner, served)
+        records_here = owned(owner, served, ours(owner))
         if records_here is not None:
             found[owner] = records_here
     return found
-
-
-def _is_alter_wire(owner: bytes) -> bool:
-    """A lower-cased owner wire whose first label is ``_alter``."""
-    return owner.startswith(_ALTER_WIRE)
-
-
-def _newest_epoch(texts: Iterable[str]) -> int | None:
-    epochs = [r.epoch for text in texts if isinstance(r := parse_record_or_none(text), Envelope)]
-    return max(epochs, default=None)
 
 
 # --- plan ---------------------------------------------------------------------------------
@@ -332,11 +280,13 @@ class Change:
         """Why this change would move a handle backwards, if it would."""
         if self.before is None or self.after is None:
             return None
+        if moved_back := checkpoint_rollback(self.owner, self.before, self.after):
+            return moved_back
         dropped = self.dropped_revocations()
         if dropped:
             return f"{self.owner}: would stop serving the revocation of epoch {dropped[0].epoch}"
-        served = _newest_epoch(self.before.texts)
-        wanted = _newest_epoch(self.after.texts)
+        served = newest_epoch(self.before.texts)
+        wanted = newest_epoch(self.after.texts)
         if served is not None and wanted is not None and wanted < served:
             return f"{self.owner}: would replace served epoch {served} with epoch {wanted}"
         return None
@@ -488,7 +438,7 @@ def check_deletes(plan: Plan, max_share: float, *, force: bool) -> None:
     share = plan.deletes / max(plan.served, 1)
     if share > max_share:
         raise UsageError(
-            f"the push would delete or replace {plan.deletes} of the {plan.served} alter1 "
+            f"the push would delete or replace {plan.deletes} of the {plan.served} managed "
             f"records served ({share:.0%}, over the {max_share:.0%} allowed); check the plan, "
             "then push with --force (or a higher --max-delete)",
             where=plan.zone,
@@ -524,7 +474,7 @@ def _update_message(
                 update.delete(change.owner, rdata)
         if change.after is not None:
             for text in change.after.texts:
-                update.add(change.owner, change.after.ttl, _rdata(text))
+                update.add(change.owner, change.after.ttl, txt_rdata(text))
     return update
 
 
@@ -617,11 +567,12 @@ def push(
 
     The proofs cover the handles at the owner names the push changed (every handle
     with ``prove_all``, or when there was nothing to change): the plan read after the
-    updates has compared every alter1 record served with what ``sign`` proved, so one
-    change costs one handle's proof, not the zone's. They validate to ``trust_anchors``
-    (the zone as the server signs it), or accept unsigned answers with
-    ``allow_insecure``; exactly one must be given.
-    ``timeout`` bounds each answer.
+    updates has compared every managed record served with what ``sign`` wrote, so one
+    change costs one handle's proof, not the zone's. Each proof also checks the
+    ``_alter-log`` record (the log's latest checkpoint, when the zone has a log). They
+    validate to ``trust_anchors`` (the zone as the server signs it), or accept unsigned
+    answers with ``allow_insecure``; exactly one must be given. ``timeout`` bounds each
+    answer.
 
     Raises:
         UsageError: neither or both of the two; an unsigned server without
@@ -673,6 +624,7 @@ def push(
             server=at,
             allow_insecure=allow_insecure,
             owners=owners,
+            log_record=True,
         )
 
     proof = prove(server, changed)
