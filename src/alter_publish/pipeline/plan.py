@@ -142,7 +142,7 @@ def _sign(
     records: ZoneRecords,
     zone_keys: tuple[ZoneKey, ...],
     windows: tuple[SignatureWindow, SignatureWindow | None],
-) -> tuple[SignedZone, tuple[str, str]]:
+) -> tuple[SignedZone, tuple[str, ...]]:
     """The zone's DNSSEC records, and the text they add to the zone file (the plan keeps
     no second reference to the records' text); ``windows``: the zone's signature window
     and the previous run's (to count the RRSIGs renewed).
@@ -161,5 +161,5 @@ def _sign(
         spread=True,
         renewed_since=None if windows[1] is None else windows[1].inception,
     )
-    text = (dnssec_section(signed_zone), signed_zone.records_text)
-    return dataclasses.replace(signed_zone, records_text=""), text
+    text = (dnssec_section(signed_zone), *signed_zone.records_parts)
+    return dataclasses.replace(signed_zone, records_parts=()), text
