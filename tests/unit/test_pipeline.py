@@ -6,6 +6,7 @@ Real workspaces in tmp_path (the shipped example zone, real keys), no mocks.
 from __future__ import annotations
 
 import dataclasses
+import json
 from pathlib import Path
 
 import dns.rdatatype
@@ -14,9 +15,13 @@ import pytest
 from alter_publish.definition.model import load_zone
 from alter_publish.definition.state import SerialState, state_path_for
 from alter_publish.dns.zonetext import parse_zone_text
+from alter_publish.format.ed25519 import SigningKey
+from alter_publish.format.identitylog import log_path_for, read_log
+from alter_publish.keys.lifecycle import LogIndex
 from alter_publish.keys.store import KeyStore
 from alter_publish.pipeline import default_templates_dir, output_paths, sign
 from alter_publish.pipeline.build import find_layout, render
+from alter_publish.pipeline.chain import LoadedKey, decide
 from alter_publish.pipeline.commit import Text, Writes, commit
 from alter_publish.pipeline.context import RunContext, ZoneStart
 from alter_publish.pipeline.full import Loaded, Planned, full
@@ -28,6 +33,7 @@ from tests.conftest import NOW, Workspace
 
 ZONE = "example.com"
 MINUTE = 60
+DAY = 86_400
 
 
 def _ctx(
@@ -262,3 +268,35 @@ def test_run_context_options_name_what_decides_the_outputs(tmp_path: Path) -> No
     )
     assert ctx.options == f"{(tmp_path / 'out').resolve()} {tmp_path.resolve()} verify=True"
     assert ctx.digests == {}
+
+
+# --- full runs at scale: what a plan holds ------------------------------------------
+
+
+def test_a_full_plan_holds_no_tlog_proofs_but_the_envelopes_file_has_each(
+    workspace: Workspace,
+) -> None:
+    # ~1.7 KB a handle held through the proof otherwise: made as the file is written.
+    ws = _signed(workspace)
+    spec = load_zone(ws.zone_file)
+    plan = plan_zone(_ctx(ws, NOW + 31 * DAY), spec, Stopwatch())
+    assert plan.signed
+    assert all(item.tlog_proof is None for item in plan.signed)
+    _, envelopes_file = output_paths(ws.out, ZONE)
+    listed = json.loads(envelopes_file.read_bytes())["handles"]
+    assert len(listed) == len(plan.signed)
+    assert all(item["tlog_proof"].startswith("c2sp.org/tlog-proof") for item in listed)
+
+
+def test_key_loaders_decide_as_the_chain_would(workspace: Workspace) -> None:
+    ws = _signed(workspace)
+    spec = load_zone(ws.zone_file)
+    log = read_log(log_path_for(spec.path))
+    index = LogIndex(log)
+    item = spec.handles[1]
+    epoch, seed, commitment = ws.keys.current_material(ZONE, item.handle)
+    key = LoadedKey(item.handle, epoch, SigningKey.from_seed(seed).public, commitment, seed)
+    assert decide(spec, item, key, index, NOW) is None  # reused: the chain parses it
+    reason, detail, renewal = decide(spec, item, key, index, NOW + 31 * DAY) or ("", "", False)
+    assert (reason, renewal) == ("renewal-due", True)
+    assert detail.startswith("expired ")

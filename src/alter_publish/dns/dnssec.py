@@ -83,7 +83,8 @@ _KSK_SIGNED = frozenset({_DNSKEY, _CDS, _CDNSKEY})
 class SignedZone:
     """What signing added to a zone."""
 
-    records_text: str
+    #: The added records' master-file text, in consecutive parts (never one 100 MB string).
+    records_parts: tuple[str, ...]
     ds_text: str
     window: SignatureWindow
     signatures: int
@@ -95,6 +96,11 @@ class SignedZone:
     rrsets: tuple[SignedRRs, ...] = ()
     #: RRSIGs whose window started after ``renewed_since`` (all, when it is None).
     renewed: int = 0
+
+    @property
+    def records_text(self) -> str:
+        """The added records' master-file text."""
+        return "".join(self.records_parts)
 
 
 def ds_line(origin: dns.name.Name, key: ZoneKey | ZoneKeyEntry, ttl: int) -> str:
@@ -467,36 +473,34 @@ def sign_records(
     # inputs (~100 MB at 100,000 handles) never exist all at once, and building them
     # runs in parallel too.
     shared_input = (tuple(_raw(key) for key in signing), todo, names)
+    sigs: dict[int, list[bytes]] = {}  # id(rrs) -> its RRSIG rdatas (rrs objects live on)
+    signed_by: dict[Labels, list[int]] = {}  # owner -> indexes into todo / sig_lines
+    sig_lines: list[str] = []
+    # Each chunk is taken in while the workers sign the next: no list of every result.
     with Workers(jobs, shared_input, size=len(todo)) as pool:
-        signed = [
-            item
-            for result in pool.map_chunks(_sign_task, ranges(len(todo)), progress=progress)
-            for item in result
-        ]
-    signatures = [signature for signature, _ in signed]
-    sig_lines = [line for _, line in signed]
-    del signed
+        for result in pool.map_chunks(_sign_task, ranges(len(todo)), progress=progress):
+            for signature, line in result:
+                job = todo[len(sig_lines)]
+                sigs.setdefault(id(job.rrs), []).append(job.header + signature)
+                signed_by.setdefault(job.owner, []).append(len(sig_lines))
+                sig_lines.append(line)
+    signatures = len(sig_lines)
     if progress is not None:
         progress.done()
-    sigs: dict[int, list[bytes]] = {}  # id(rrs) -> its RRSIG rdatas (rrs objects live on)
-    signed_by: dict[Labels, list[int]] = {}  # owner -> indexes into todo / signatures
-    for number, (job, signature) in enumerate(zip(todo, signatures, strict=True)):
-        sigs.setdefault(id(job.rrs), []).append(job.header + signature)
-        signed_by.setdefault(job.owner, []).append(number)
     served = tuple(
         SignedRRs(labels, rrs.rdtype, rrs.ttl, rrs.wires, tuple(sigs.get(id(rrs), ())))
         for labels, rrsets in owners.items()
         for rrs in rrsets
     )
     del sigs
-    text, blocks = _dnssec_text(owners, names, signed_by, sig_lines)
+    parts, blocks = _dnssec_text(owners, names, signed_by, sig_lines)
     ds_lines = ds_records(dns.name.Name(origin), keys, dnskey_ttl)
     return SignedZone(
-        records_text=text,
+        records_parts=parts,
         blocks=blocks,
         ds_text="".join(line + "\n" for line in ds_lines),
         window=window,
-        signatures=len(signatures),
+        signatures=signatures,
         denial=spec.denial,
         max_ttl=max_ttl,
         rrsets=served,
@@ -534,15 +538,22 @@ def _rrs(rdtype: int, ttl: int, rdatas: Sequence[dns.rdata.Rdata]) -> RRs:
     )
 
 
+#: Lines per part of the DNSSEC records' text.
+_PART_LINES = 4096
+
+
 def _dnssec_text(
     owners: _Owners,
     names: Mapping[Labels, str],
     signed_by: Mapping[Labels, list[int]],
-    sig_lines: Sequence[str],
-) -> tuple[str, dict[Labels, tuple[int, int]]]:
+    sig_lines: list[str],
+) -> tuple[tuple[str, ...], dict[Labels, tuple[int, int]]]:
     """Master-file lines of every DNSSEC record, owners in canonical order, each owner's
-    DNSKEY/NSEC/NSEC3/NSEC3PARAM first, then its RRSIGs by covered type; and where each
-    owner's lines start and end in that (ASCII) text."""
+    DNSKEY/NSEC/NSEC3/NSEC3PARAM first, then its RRSIGs by covered type, as consecutive
+    parts of :data:`_PART_LINES` lines or so; and where each owner's lines start and end
+    in that (ASCII) text. ``sig_lines`` is emptied as its lines go into the parts (each
+    line then lives in one part only, never also in one whole text)."""
+    parts: list[str] = []
     lines: list[str] = []
     blocks: dict[Labels, tuple[int, int]] = {}
     at = 0
@@ -553,11 +564,18 @@ def _dnssec_text(
             if rrs.rdtype in _DNSSEC_TYPES:
                 rdtype = _rdtype_text(rrs.rdtype)
                 lines.extend(f"{owner} {rrs.ttl} IN {rdtype} {text}\n" for text in rrs.texts)
-        lines.extend(sig_lines[number] for number in signed_by.get(name, ()))
+        for number in signed_by.get(name, ()):
+            lines.append(sig_lines[number])
+            sig_lines[number] = ""
         end = at + sum(map(len, lines[first:]))
         blocks[name] = (at, end)
         at = end
-    return "".join(lines), blocks
+        if len(lines) >= _PART_LINES:
+            parts.append("".join(lines))
+            lines.clear()
+    parts.append("".join(lines))
+    sig_lines.clear()
+    return tuple(parts), blocks
 
 
 def _signers(

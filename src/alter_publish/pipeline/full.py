@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import dataclasses
+import functools
 import time
 from dataclasses import dataclass
 
@@ -17,6 +18,7 @@ from alter_publish.pipeline.paths import current_outputs
 from alter_publish.pipeline.plan import plan_zone
 from alter_publish.pipeline.render import envelopes_document
 from alter_publish.pipeline.reports import Stopwatch, ZoneResult, zone_result
+from alter_publish.pipeline.transparency import tlog_proof
 from alter_publish.verify.proof import ProofReport, prove_records
 
 
@@ -116,7 +118,11 @@ class Planned:
 
     def _write(self, ctx: RunContext) -> list[str]:
         plan = self.plan
-        envelopes = Measured(envelopes_document(plan.spec, plan.signed, plan.state.serial))
+        publication = plan.publication
+        proofs = (
+            None if publication is None else functools.partial(tlog_proof, publication=publication)
+        )
+        envelopes = Measured(envelopes_document(plan.spec, plan.signed, plan.state.serial, proofs))
         signed_zone = plan.signed_zone
         writes = Writes(
             definition=plan.spec.path,

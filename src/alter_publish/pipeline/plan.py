@@ -35,7 +35,7 @@ from alter_publish.pipeline.build import (
 from alter_publish.pipeline.chain import EnvelopeChain, handle_expectations, run_chain
 from alter_publish.pipeline.context import RunContext
 from alter_publish.pipeline.reports import Stopwatch
-from alter_publish.pipeline.transparency import Publication, plan_publication, with_proofs
+from alter_publish.pipeline.transparency import Publication, plan_publication
 
 
 def plan_zone(
@@ -122,8 +122,8 @@ def plan_zone(
 def _publish_log(
     ctx: RunContext, spec: ZoneSpec, log: IdentityLog, chain: EnvelopeChain
 ) -> Publication:
-    """The log's tiles rebuilt from every entry, the run's checkpoint, and each envelope's
-    tlog-proof (set on ``chain.signed``).
+    """The log's tiles rebuilt from every entry and the run's checkpoint (each envelope's
+    tlog-proof is made as the envelopes file is written: ``transparency.tlog_proof``).
 
     Raises:
         KeyStoreError: the zone has checkpoints but its log key is gone.
@@ -133,7 +133,6 @@ def _publish_log(
     publication = plan_publication(
         ctx.keys, spec.origin, spec.path, ctx.out, tree, create=ctx.create_keys
     )
-    chain.signed = with_proofs(chain.signed, publication)
     return publication
 
 
@@ -143,7 +142,7 @@ def _sign(
     records: ZoneRecords,
     zone_keys: tuple[ZoneKey, ...],
     windows: tuple[SignatureWindow, SignatureWindow | None],
-) -> tuple[SignedZone, tuple[str, str]]:
+) -> tuple[SignedZone, tuple[str, ...]]:
     """The zone's DNSSEC records, and the text they add to the zone file (the plan keeps
     no second reference to the records' text); ``windows``: the zone's signature window
     and the previous run's (to count the RRSIGs renewed).
@@ -162,5 +161,5 @@ def _sign(
         spread=True,
         renewed_since=None if windows[1] is None else windows[1].inception,
     )
-    text = (dnssec_section(signed_zone), signed_zone.records_text)
-    return dataclasses.replace(signed_zone, records_text=""), text
+    text = (dnssec_section(signed_zone), *signed_zone.records_parts)
+    return dataclasses.replace(signed_zone, records_parts=()), text

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import hashlib
 import json
-from collections.abc import Iterator, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -206,24 +206,29 @@ def content_digest(text: str) -> str:
 _ENCODE_LINE = json.JSONEncoder(sort_keys=True, separators=(", ", ": ")).encode
 
 
-def envelope_line(item: SignedHandle) -> str:
-    """One handle's line of ``<zone>.envelopes.json`` (the C encoder, sorted keys)."""
+def envelope_line(item: SignedHandle, tlog_proof: str | None = None) -> str:
+    """One handle's line of ``<zone>.envelopes.json`` (the C encoder, sorted keys), with
+    ``item.tlog_proof`` or else ``tlog_proof``."""
     mapping = {
         **item.envelope.to_mapping(),
         "owner": item.spec.owner,
         "text": item.envelope.to_text(),
         "txt_strings": list(item.envelope.txt_strings()),
     } | ({"revocations": [r.to_text() for r in item.revocations]} if item.revocations else {})
-    if item.tlog_proof is not None:
-        mapping["tlog_proof"] = item.tlog_proof
+    if (proof := item.tlog_proof or tlog_proof) is not None:
+        mapping["tlog_proof"] = proof
     return "    " + _ENCODE_LINE(mapping)
 
 
 def envelopes_document(
-    spec: ZoneSpec, signed: Sequence[SignedHandle], serial: int
+    spec: ZoneSpec,
+    signed: Sequence[SignedHandle],
+    serial: int,
+    tlog_proof: Callable[[SignedHandle], str | None] | None = None,
 ) -> Iterator[str]:
     """``<zone>.envelopes.json``: every published envelope, machine-readable and deterministic,
-    as consecutive parts (written one by one: never one 100 MB string).
+    as consecutive parts (written one by one: never one 100 MB string). ``tlog_proof``
+    makes the proof of an item that holds none, as its line is written.
 
     One handle per line (diffs stay per handle), each made by :func:`envelope_line`:
     ``json.dumps`` with ``indent=`` runs the pure-Python encoder, 10x slower at 100,000
@@ -231,6 +236,7 @@ def envelopes_document(
     """
     yield f'{{\n  "format": {json.dumps(ENVELOPES_FORMAT)},\n  "handles": ['
     for index, item in enumerate(signed):
-        yield ("\n" if index == 0 else ",\n") + envelope_line(item)
+        proof = None if tlog_proof is None or item.tlog_proof else tlog_proof(item)
+        yield ("\n" if index == 0 else ",\n") + envelope_line(item, proof)
     yield "\n  " if signed else ""
     yield f'],\n  "serial": {serial},\n  "zone": {json.dumps(spec.origin)}\n}}\n'

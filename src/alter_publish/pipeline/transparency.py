@@ -165,15 +165,16 @@ def plan_publication(
 
 def with_proofs(signed: Sequence[SignedHandle], publication: Publication) -> list[SignedHandle]:
     """``signed`` with each envelope's tlog-proof."""
-    return [
-        dataclasses.replace(
-            item,
-            tlog_proof=publication.proof_for(
-                item.envelope.log_size, _entry(item.spec.owner, item.envelope.to_text())
-            ),
-        )
-        for item in signed
-    ]
+    return [dataclasses.replace(item, tlog_proof=tlog_proof(item, publication)) for item in signed]
+
+
+def tlog_proof(item: SignedHandle, publication: Publication) -> str | None:
+    """The tlog-proof of ``item``'s envelope (see :meth:`Publication.proof_for`): made as
+    ``<zone>.envelopes.json`` is written, a full run keeps none (~1.7 KB each, 170 MB at
+    100,000 handles)."""
+    return publication.proof_for(
+        item.envelope.log_size, _entry(item.spec.owner, item.envelope.to_text())
+    )
 
 
 @functools.lru_cache(maxsize=1 << 18)
