@@ -36,6 +36,7 @@ from alter_publish.dns.dnssec import (
 )
 from alter_publish.dns.records import RRs, canonical_key, name_text
 from alter_publish.dns.zonekeys import ZoneKey
+from alter_publish.mapped import Bytes
 
 Labels = tuple[bytes, ...]
 #: A replacement in the file: (start, end, new bytes).
@@ -79,7 +80,7 @@ class SignedSection:
     """The DNSSEC records of a signed zone file: ``data[start:end]``, owners in canonical
     order, each owner's lines together."""
 
-    data: bytes
+    data: Bytes  # the zone file, read or mapped
     start: int
     end: int
     origin: Labels

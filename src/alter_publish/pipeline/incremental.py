@@ -31,6 +31,7 @@ from typing import Any
 
 from alter_publish.errors import RenderError
 from alter_publish.fileio import Chunk, atomic_write_bytes
+from alter_publish.mapped import Bytes
 
 MEMO_FORMAT = "alter-publish/memo/2"
 
@@ -218,7 +219,7 @@ class Memo:
             return None
         return memo
 
-    def fits(self, zone: bytes, envelopes: bytes, changed: Sequence[int]) -> bool:
+    def fits(self, zone: Bytes, envelopes: Bytes, changed: Sequence[int]) -> bool:
         """Whether the offsets can be those of ``zone`` and ``envelopes`` (the files as
         read now) for the ``changed`` handles: in order, inside the files, on the lines
         the shipped templates write for each handle. A memo is only ever a hint: what

@@ -41,6 +41,7 @@ from alter_publish.keys.lifecycle import (
     revocations_path_for,
     zone_revocations,
 )
+from alter_publish.mapped import Bytes, read_mapped
 from alter_publish.pipeline.build import dnssec_fingerprint, zone_changes
 from alter_publish.pipeline.chain import (
     EnvelopeChain,
@@ -136,8 +137,8 @@ def _chain(ctx: RunContext, base: PatchBase) -> _Chained | None:
 class _Rendered:
     """The changed handles rendered into edits of the last run's zone file."""
 
-    old_zone: bytes
-    old_envelopes: bytes
+    old_zone: Bytes  # mapped: see :mod:`alter_publish.mapped`
+    old_envelopes: Bytes
     serial: int
     digest: str  # of the zone text with serial 0 (the serial state's digest)
     envelopes_serial_end: int
@@ -160,8 +161,8 @@ def _render(
     digest gives; None when the old outputs are not where the memo says."""
     memo, spec = base.memo, base.spec
     try:
-        old_zone = outputs[0].read_bytes()
-        old_envelopes = outputs[1].read_bytes()
+        old_zone = read_mapped(outputs[0])
+        old_envelopes = read_mapped(outputs[1])
     except OSError:
         return None
     if not memo.fits(old_zone, old_envelopes, touched_olds(base)):
@@ -645,7 +646,7 @@ def patched(ctx: RunContext, start: ZoneStart) -> Patched | None:
         serial=rendered.serial,
         digest=rendered.digest,
         signatures=base.window or base.state.signatures,
-        zone_sha256=zone_sha256((old_zone,) if new_zone is None else new_zone),
+        zone_sha256=zone_sha256((memoryview(old_zone),) if new_zone is None else new_zone),
     )
     return Patched(
         base=base,

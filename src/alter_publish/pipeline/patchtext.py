@@ -7,6 +7,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 
 from alter_publish.dns.records import HandleRecord
+from alter_publish.mapped import Bytes
 from alter_publish.pipeline.incremental import Edit, next_olds
 from alter_publish.pipeline.patchbase import PatchBase
 
@@ -50,7 +51,7 @@ def handle_line_edits(
 
 
 def log_line_edit(
-    old_zone: bytes, head_end: int, after: int, log: HandleRecord | None
+    old_zone: Bytes, head_end: int, after: int, log: HandleRecord | None
 ) -> list[Edit] | None:
     """The edit of the checkpoint record's line in the zone file's head (none without a
     record); None when the old head does not have the record the full run would (a new
