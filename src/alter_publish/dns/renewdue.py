@@ -14,6 +14,7 @@ Anything not as the signer writes it raises ``ValueError``: the caller signs in 
 
 from __future__ import annotations
 
+import functools
 import time
 from collections.abc import Callable, Iterator, Mapping
 from dataclasses import dataclass
@@ -114,14 +115,25 @@ def due_owners(
                 raise ValueError("an RRSIG not in its owner's slot")
             text = data[block.start : block.end]
             covered = tuple(
-                int(dns.rdatatype.from_text(row.split()[4].decode("ascii")))
+                _covered_type(fields[4])
                 for row in text.splitlines()
-                if row.split()[3] == b"RRSIG"
+                if (fields := row.split(b" ", 5))[3] == b"RRSIG"
             )
             if text.count(times) != len(covered):
                 raise ValueError("an owner's RRSIGs in more than one window")
             yield DueOwner(block, tuple(dict.fromkeys(covered)))
             at = data.find(times, block.end, section.end)
+
+
+@functools.cache
+def _covered_type(text: bytes) -> int:
+    """The type an RRSIG line names as covered (``TXT``, ``NSEC3``, ...)."""
+    return int(dns.rdatatype.from_text(text.decode("ascii")))
+
+
+@functools.cache
+def _type_text(rdtype: int) -> str:
+    return dns.rdatatype.to_text(dns.rdatatype.RdataType.make(rdtype))
 
 
 def section_rrs(block_text: str, rdtype: int) -> RRs:
@@ -130,7 +142,7 @@ def section_rrs(block_text: str, rdtype: int) -> RRs:
     Raises:
         ValueError: it holds none.
     """
-    kind = dns.rdatatype.to_text(dns.rdatatype.RdataType.make(rdtype))
+    kind = _type_text(rdtype)
     marker = f" IN {kind} "
     rows = [row for row in block_text.splitlines() if marker in row]
     if not rows:
