@@ -25,7 +25,7 @@ import dns.rdatatype
 
 from alter_publish.definition.model import DNSSECSpec
 from alter_publish.definition.state import SignatureWindow, renewal_slots
-from alter_publish.dns.chainpatch import Block, SignedSection, owner_labels
+from alter_publish.dns.chainpatch import Block, SignedSection, owner_labels, type_text
 from alter_publish.dns.dnssec import owner_window
 from alter_publish.dns.records import RRs
 from alter_publish.dns.zonelines import rdata_wire
@@ -131,18 +131,13 @@ def _covered_type(text: bytes) -> int:
     return int(dns.rdatatype.from_text(text.decode("ascii")))
 
 
-@functools.cache
-def _type_text(rdtype: int) -> str:
-    return dns.rdatatype.to_text(dns.rdatatype.RdataType.make(rdtype))
-
-
 def section_rrs(block_text: str, rdtype: int) -> RRs:
     """The rrset of type ``rdtype`` a block of the DNSSEC section holds.
 
     Raises:
         ValueError: it holds none.
     """
-    kind = _type_text(rdtype)
+    kind = type_text(rdtype)
     marker = f" IN {kind} "
     rows = [row for row in block_text.splitlines() if marker in row]
     if not rows:
