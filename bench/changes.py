@@ -5,8 +5,10 @@ run.py's ``fast_keygen``) and its first full sign, then keeps a snapshot of its 
 (``build/`` as hard links: a generation is never modified once written, so the links
 keep the very inodes the fingerprint recorded; ``zones/`` copied). Each timed step
 restores that snapshot, makes one change and times one real ``sign --json`` (the CLI,
-as a subprocess, bytecode cached): nothing changed, one handle edited, added, removed,
-renamed, one key rotated, and the daily renewal one day after the first sign.
+as a subprocess, bytecode cached; wall seconds, and the CPU seconds of it and its
+workers, which the machine's other load disturbs less): nothing changed, one handle
+edited, added, removed, renamed, one key rotated, and the daily renewal one day after
+the first sign.
 
     python bench/changes.py --workspace DIR [--handles 100000] [--rounds 2]
                             [--src PATH ...] [--kinds none,edit,...]
@@ -21,6 +23,7 @@ from __future__ import annotations
 import argparse
 import json
 import os
+import resource
 import shutil
 import subprocess
 import sys
@@ -50,23 +53,26 @@ ADDED, RENAMED = "newcomer", "renamed18"
 KINDS = ("none", "edit", "add", "remove", "rename", "rotate", "renewal")
 
 
-def sign(root: Path, src: Path, now: int, *extra: str) -> tuple[float, dict[str, object]]:
+def sign(root: Path, src: Path, now: int, *extra: str) -> tuple[float, float, dict[str, object]]:
     """One ``sign --json`` with ``src`` first on the path and this checkout's templates
     (the path is part of the record: another checkout's own would mean a full run):
-    (wall seconds, zones[0])."""
+    (wall seconds, CPU seconds of it and its workers, zones[0])."""
     env = cli_env()
     env["PYTHONPATH"] = os.pathsep.join([str(src), *env["PYTHONPATH"].split(os.pathsep)[1:]])
     argv = [sys.executable, "-m", "alter_publish", "sign", "--json", "--now", str(now)]
     # One templates path for every source: the record of a run names it.
     argv += ["--templates", str(REPO / "templates")]
+    before = resource.getrusage(resource.RUSAGE_CHILDREN)
     start = time.perf_counter()
     done = subprocess.run(
         [*argv, SIMULATED_TIME, *extra], cwd=root, env=env, capture_output=True, check=False
     )
     wall = time.perf_counter() - start
+    after = resource.getrusage(resource.RUSAGE_CHILDREN)
+    cpu = after.ru_utime + after.ru_stime - before.ru_utime - before.ru_stime
     if done.returncode != 0:
         raise SystemExit(f"sign failed ({done.returncode}): {done.stderr.decode()[-2000:]}")
-    return wall, json.loads(done.stdout)["zones"][0]
+    return wall, cpu, json.loads(done.stdout)["zones"][0]
 
 
 def build(root: Path, handles: int) -> None:
@@ -151,11 +157,12 @@ def main() -> None:
             for src in sources:
                 restore(root, saved)
                 now, extra = change(root, kind, src)
-                wall, zone = sign(root, src, now, *extra)
+                wall, cpu, zone = sign(root, src, now, *extra)
                 how = "unchanged" if zone.get("unchanged") else "patched"
                 how = how if zone.get("unchanged") or zone.get("patched") is not None else "FULL"
                 stages = " ".join(f"{k} {v:.2f}" for k, v in dict(zone["timings"]).items())
-                print(f"{kind:8} {wall:6.2f} s  {how:9} {src}  [{stages}]", flush=True)
+                line = f"{kind:8} {wall:6.2f} s (cpu {cpu:5.2f} s)  {how:9} {src}  [{stages}]"
+                print(line, flush=True)
         print(f"load {os.getloadavg()[0]:.2f}", flush=True)
     restore(root, saved)
 
