@@ -178,7 +178,7 @@ def _render(
     rrsets = handle_rrsets(signed)
     context = template_context(spec, signed, 0, __version__, rrsets)
     segments = [text.encode() for text in handle_segments(ctx.templates, context)]
-    made = handle_line_edits(base, segments, rrsets, old_zone[: memo.rendered_end])
+    made = handle_line_edits(base, segments, rrsets, old_zone)
     if made is None:
         return None
     segment_edits, added = made

@@ -26,7 +26,7 @@ def touched_olds(base: PatchBase) -> list[int]:
 
 
 def handle_line_edits(
-    base: PatchBase, segments: Sequence[bytes], rrsets: Sequence[HandleRecord], old_zone: bytes
+    base: PatchBase, segments: Sequence[bytes], rrsets: Sequence[HandleRecord], old_zone: Bytes
 ) -> tuple[list[Edit], dict[int, Edit]] | None:
     """Each changed handle's lines replaced or inserted, each removed handle's taken out."""
     memo = base.memo
@@ -39,7 +39,8 @@ def handle_line_edits(
         if old is not None:
             rows.append((starts[old], starts[old + 1], index, segment))
             continue
-        if base.window is None and f"\n{record.owner} ".encode() in old_zone:
+        name = f"\n{record.owner} ".encode()
+        if base.window is None and old_zone.find(name, 0, memo.rendered_end) >= 0:
             return None  # a name of the zone already (the DNSSEC patch finds it there)
         at = starts[following[index]]
         added[index] = (at, at, index, segment)
