@@ -82,8 +82,12 @@ class Entries:
         key_line = self.text.count("\n", 0, self.offsets[0]) - 1  # lines above ``handles:``
         parts = ["\n" * key_line, "handles:\n"]
         line = key_line + 1  # lines written so far
+        at, counted = key_line + 1, self.offsets[0]  # the line ``counted`` starts on
         for index in indexes:
-            at = self.text.count("\n", 0, self.offsets[index])
+            # Counted on from the entry before (ascending): thousands of entries due at
+            # once each counting from the top would read the text thousands of times.
+            at += self.text.count("\n", counted, self.offsets[index])
+            counted = self.offsets[index]
             parts.append("\n" * (at - line))
             entry = self.texts[index]
             parts.append(entry + "\n")
