@@ -17,10 +17,9 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-import dns.zone
-
 from alter_publish.definition.model import ZoneSpec
 from alter_publish.definition.state import SerialState, zone_sha256
+from alter_publish.dns.answerers import Answerer
 from alter_publish.dns.chainpatch import ChainPatch, SignedSection, patch_chain
 from alter_publish.dns.records import HandleRecord, Labels, RRs, from_zone, labels_of
 from alter_publish.dns.zonetext import parse_zone_text
@@ -68,7 +67,7 @@ from alter_publish.pipeline.memory import (
     valid_span,
     write_fingerprint,
 )
-from alter_publish.pipeline.patchbase import PatchBase, patch_base, prove_patch
+from alter_publish.pipeline.patchbase import PatchBase, patch_base, proof_answerer, prove_patch
 from alter_publish.pipeline.patchrenew import header_window, renewal, renewed
 from alter_publish.pipeline.patchtext import handle_line_edits, log_line_edit, touched_olds
 from alter_publish.pipeline.paths import current_outputs
@@ -236,7 +235,7 @@ def _patched_zone(
     watch: Stopwatch,
     outputs: tuple[Path, Path, Path],
     log: HandleRecord | None,
-) -> tuple[_Rendered, list[Edit], _Signed | None, dns.zone.Zone] | None:
+) -> tuple[_Rendered, list[Edit], _Signed | None, Answerer] | None:
     """The zone file's edits (sorted, none that changes nothing) and the zone of the
     changed lines to prove, from the last ``outputs`` (one set); None when anything does
     not fit."""
@@ -260,7 +259,7 @@ def _patched_zone(
             (edit for edit in zone_edits if old_zone[edit[0] : edit[1]] != edit[2]),
             key=lambda edit: edit[:2],
         )
-        mini = parse_zone_text("".join(proof_text), base.spec.origin, where=zone_file.name)
+        mini = proof_answerer("".join(proof_text), base.spec.origin, zone_file.name)
     except (ValueError, UnicodeDecodeError, RenderError):
         return None
     return rendered, zone_edits, dnssec, mini
