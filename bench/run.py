@@ -337,8 +337,11 @@ def measure(
 
 
 def cli_env() -> dict[str, str]:
-    """The environment for CLI runs: this checkout's src first on the path."""
+    """The environment for CLI runs: this checkout's src first on the path, and bytecode
+    cached as an installed package has it (with ``PYTHONDONTWRITEBYTECODE`` set, every
+    run compiled the package's ~130 modules again: 0.3-0.4 s of each command here)."""
     env = dict(os.environ)
+    env.pop("PYTHONDONTWRITEBYTECODE", None)
     paths = [str(REPO / "src"), *filter(None, env.get("PYTHONPATH", "").split(os.pathsep))]
     env["PYTHONPATH"] = os.pathsep.join(paths)
     return env

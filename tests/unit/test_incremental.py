@@ -174,3 +174,45 @@ def test_owner_entries_are_found_in_the_log_bytes(tmp_path: Path) -> None:
     assert read_log(path).entries[:5] == tuple(entries)
     empty_raw, empty = read_owner_entries(tmp_path / "none.log", ["_alter.a.z."])
     assert (empty_raw, empty.entries) == (b"", ())
+
+
+def _document_reference(
+    text: str, offsets: tuple[int, ...], texts: tuple[str, ...], indexes: list[int]
+) -> str:
+    """``Entries.document`` as first written: each entry's line counted from the top."""
+    key_line = text.count("\n", 0, offsets[0]) - 1
+    parts, line = ["\n" * key_line, "handles:\n"], key_line + 1
+    for index in indexes:
+        at = text.count("\n", 0, offsets[index])
+        parts += ["\n" * (at - line), texts[index] + "\n"]
+        line = at + texts[index].count("\n") + 1
+    return "".join(parts)
+
+
+@pytest.mark.parametrize(
+    "indexes",
+    [[0], [5], [0, 1, 2], [1, 4, 7], [0, 8], list(range(9))],
+    ids=lambda indexes: ",".join(map(str, indexes)),
+)
+def test_a_document_of_some_entries_keeps_each_on_its_line(indexes: list[int]) -> None:
+    lines = ["zone: example.com", "# comment", "handles:"]
+    for n in range(9):
+        lines += (
+            [f"  - handle: ~user{n}", "    resolver: https://example.com/"]
+            if n % 3
+            else [
+                f"  - ~user{n}",
+                "  # a comment after it",
+                "",
+            ]
+        )
+    text = "\n".join([*lines, "ttl: 1h"]) + "\n"
+    entries = split_entries(text)
+    assert entries is not None
+    document = entries.document(indexes)
+    reference = _document_reference(text, entries.offsets, entries.texts, indexes)
+    assert document == reference
+    parsed = load_yaml_text(document, "zone.yaml").value["handles"].value
+    assert [item.mark.line for item in parsed] == [
+        text.count("\n", 0, entries.offsets[index]) + 1 for index in indexes
+    ]

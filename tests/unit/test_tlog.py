@@ -22,6 +22,7 @@ from alter_publish.format.note import (
 )
 from alter_publish.format.tiles import (
     ENTRIES,
+    FEW_PROOFS,
     Tile,
     TreeHashes,
     decode_entries,
@@ -297,3 +298,15 @@ def test_a_size_that_is_not_a_uint64_is_malformed_not_a_crash(size: str) -> None
 
 def test_the_largest_uint64_size_parses() -> None:
     assert parse_decimal(str(2**64 - 1), "checkpoint") == 2**64 - 1
+
+
+@pytest.mark.parametrize("count", [1, 9, 300, 600])
+def test_tree_inclusion_proofs_match_the_reference_before_and_after_the_switch(
+    count: int,
+) -> None:
+    """The first FEW_PROOFS come from the tiles, the rest from every level: the same."""
+    tree = TreeHashes.of_entries(_entries(count))
+    pairs = [(index, size) for size in range(1, count + 1) for index in range(0, size, 37)]
+    pairs = (pairs * (FEW_PROOFS // len(pairs) + 2))[: FEW_PROOFS + 40]
+    for index, size in pairs:
+        assert tree.inclusion_proof(index, size) == inclusion_proof(tree.subtree, index, size)

@@ -18,6 +18,7 @@ removed name with names below it) raises ``ValueError``: the caller signs the wh
 from __future__ import annotations
 
 import base64
+import functools
 import itertools
 from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
@@ -36,6 +37,7 @@ from alter_publish.dns.dnssec import (
 )
 from alter_publish.dns.records import RRs, canonical_key, name_text
 from alter_publish.dns.zonekeys import ZoneKey
+from alter_publish.mapped import Bytes
 
 Labels = tuple[bytes, ...]
 #: A replacement in the file: (start, end, new bytes).
@@ -46,6 +48,12 @@ _RRSIG = int(dns.rdatatype.RRSIG)
 _NSEC = int(dns.rdatatype.NSEC)
 _NSEC3 = int(dns.rdatatype.NSEC3)
 _HASH_SPACE = 1 << 160  # SHA-1 digests, compared as integers around the chain
+
+
+@functools.cache
+def type_text(rdtype: int) -> str:
+    """A type's mnemonic (``TXT``, ``NSEC3``), looked up once per type."""
+    return dns.rdatatype.to_text(dns.rdatatype.RdataType.make(rdtype))
 
 
 def owner_labels(owner: bytes) -> Labels:
@@ -79,7 +87,7 @@ class SignedSection:
     """The DNSSEC records of a signed zone file: ``data[start:end]``, owners in canonical
     order, each owner's lines together."""
 
-    data: bytes
+    data: Bytes  # the zone file, read or mapped
     start: int
     end: int
     origin: Labels
@@ -513,8 +521,7 @@ def patch_chain(
         if name in patcher.removed or section.find(name) is not None:
             raise ValueError("a name added is there already")
     for name, rrs in resign:
-        kind = dns.rdatatype.to_text(dns.rdatatype.RdataType.make(rrs.rdtype))
-        patcher.todo.append((name, rrs, f" IN RRSIG {kind} "))
+        patcher.todo.append((name, rrs, f" IN RRSIG {type_text(rrs.rdtype)} "))
     for name, rrs in patcher.added.items():
         patcher.todo.append((name, rrs, ""))
     if spec.denial == "nsec3":

@@ -14,6 +14,7 @@ Anything not as the signer writes it raises ``ValueError``: the caller signs in 
 
 from __future__ import annotations
 
+import functools
 import time
 from collections.abc import Callable, Iterator, Mapping
 from dataclasses import dataclass
@@ -24,7 +25,7 @@ import dns.rdatatype
 
 from alter_publish.definition.model import DNSSECSpec
 from alter_publish.definition.state import SignatureWindow, renewal_slots
-from alter_publish.dns.chainpatch import Block, SignedSection, owner_labels
+from alter_publish.dns.chainpatch import Block, SignedSection, owner_labels, type_text
 from alter_publish.dns.dnssec import owner_window
 from alter_publish.dns.records import RRs
 from alter_publish.dns.zonelines import rdata_wire
@@ -114,14 +115,20 @@ def due_owners(
                 raise ValueError("an RRSIG not in its owner's slot")
             text = data[block.start : block.end]
             covered = tuple(
-                int(dns.rdatatype.from_text(row.split()[4].decode("ascii")))
+                _covered_type(fields[4])
                 for row in text.splitlines()
-                if row.split()[3] == b"RRSIG"
+                if (fields := row.split(b" ", 5))[3] == b"RRSIG"
             )
             if text.count(times) != len(covered):
                 raise ValueError("an owner's RRSIGs in more than one window")
             yield DueOwner(block, tuple(dict.fromkeys(covered)))
             at = data.find(times, block.end, section.end)
+
+
+@functools.cache
+def _covered_type(text: bytes) -> int:
+    """The type an RRSIG line names as covered (``TXT``, ``NSEC3``, ...)."""
+    return int(dns.rdatatype.from_text(text.decode("ascii")))
 
 
 def section_rrs(block_text: str, rdtype: int) -> RRs:
@@ -130,7 +137,7 @@ def section_rrs(block_text: str, rdtype: int) -> RRs:
     Raises:
         ValueError: it holds none.
     """
-    kind = dns.rdatatype.to_text(dns.rdatatype.RdataType.make(rdtype))
+    kind = type_text(rdtype)
     marker = f" IN {kind} "
     rows = [row for row in block_text.splitlines() if marker in row]
     if not rows:

@@ -31,6 +31,7 @@ from typing import Any
 
 from alter_publish.errors import RenderError
 from alter_publish.fileio import Chunk, atomic_write_bytes
+from alter_publish.mapped import Bytes
 
 MEMO_FORMAT = "alter-publish/memo/2"
 
@@ -81,8 +82,12 @@ class Entries:
         key_line = self.text.count("\n", 0, self.offsets[0]) - 1  # lines above ``handles:``
         parts = ["\n" * key_line, "handles:\n"]
         line = key_line + 1  # lines written so far
+        at, counted = key_line + 1, self.offsets[0]  # the line ``counted`` starts on
         for index in indexes:
-            at = self.text.count("\n", 0, self.offsets[index])
+            # Counted on from the entry before (ascending): thousands of entries due at
+            # once each counting from the top would read the text thousands of times.
+            at += self.text.count("\n", counted, self.offsets[index])
+            counted = self.offsets[index]
             parts.append("\n" * (at - line))
             entry = self.texts[index]
             parts.append(entry + "\n")
@@ -218,7 +223,7 @@ class Memo:
             return None
         return memo
 
-    def fits(self, zone: bytes, envelopes: bytes, changed: Sequence[int]) -> bool:
+    def fits(self, zone: Bytes, envelopes: Bytes, changed: Sequence[int]) -> bool:
         """Whether the offsets can be those of ``zone`` and ``envelopes`` (the files as
         read now) for the ``changed`` handles: in order, inside the files, on the lines
         the shipped templates write for each handle. A memo is only ever a hint: what

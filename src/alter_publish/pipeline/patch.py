@@ -17,10 +17,9 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-import dns.zone
-
 from alter_publish.definition.model import ZoneSpec
 from alter_publish.definition.state import SerialState, zone_sha256
+from alter_publish.dns.answerers import Answerer
 from alter_publish.dns.chainpatch import ChainPatch, SignedSection, patch_chain
 from alter_publish.dns.records import HandleRecord, Labels, RRs, from_zone, labels_of
 from alter_publish.dns.zonetext import parse_zone_text
@@ -41,6 +40,7 @@ from alter_publish.keys.lifecycle import (
     revocations_path_for,
     zone_revocations,
 )
+from alter_publish.mapped import Bytes, read_mapped
 from alter_publish.pipeline.build import dnssec_fingerprint, zone_changes
 from alter_publish.pipeline.chain import (
     EnvelopeChain,
@@ -67,7 +67,7 @@ from alter_publish.pipeline.memory import (
     valid_span,
     write_fingerprint,
 )
-from alter_publish.pipeline.patchbase import PatchBase, patch_base, prove_patch
+from alter_publish.pipeline.patchbase import PatchBase, patch_base, proof_answerer, prove_patch
 from alter_publish.pipeline.patchrenew import header_window, renewal, renewed
 from alter_publish.pipeline.patchtext import handle_line_edits, log_line_edit, touched_olds
 from alter_publish.pipeline.paths import current_outputs
@@ -136,8 +136,8 @@ def _chain(ctx: RunContext, base: PatchBase) -> _Chained | None:
 class _Rendered:
     """The changed handles rendered into edits of the last run's zone file."""
 
-    old_zone: bytes
-    old_envelopes: bytes
+    old_zone: Bytes  # mapped: see :mod:`alter_publish.mapped`
+    old_envelopes: Bytes
     serial: int
     digest: str  # of the zone text with serial 0 (the serial state's digest)
     envelopes_serial_end: int
@@ -160,8 +160,8 @@ def _render(
     digest gives; None when the old outputs are not where the memo says."""
     memo, spec = base.memo, base.spec
     try:
-        old_zone = outputs[0].read_bytes()
-        old_envelopes = outputs[1].read_bytes()
+        old_zone = read_mapped(outputs[0])
+        old_envelopes = read_mapped(outputs[1])
     except OSError:
         return None
     if not memo.fits(old_zone, old_envelopes, touched_olds(base)):
@@ -177,7 +177,7 @@ def _render(
     rrsets = handle_rrsets(signed)
     context = template_context(spec, signed, 0, __version__, rrsets)
     segments = [text.encode() for text in handle_segments(ctx.templates, context)]
-    made = handle_line_edits(base, segments, rrsets, old_zone[: memo.rendered_end])
+    made = handle_line_edits(base, segments, rrsets, old_zone)
     if made is None:
         return None
     segment_edits, added = made
@@ -235,7 +235,7 @@ def _patched_zone(
     watch: Stopwatch,
     outputs: tuple[Path, Path, Path],
     log: HandleRecord | None,
-) -> tuple[_Rendered, list[Edit], _Signed | None, dns.zone.Zone] | None:
+) -> tuple[_Rendered, list[Edit], _Signed | None, Answerer] | None:
     """The zone file's edits (sorted, none that changes nothing) and the zone of the
     changed lines to prove, from the last ``outputs`` (one set); None when anything does
     not fit."""
@@ -259,7 +259,7 @@ def _patched_zone(
             (edit for edit in zone_edits if old_zone[edit[0] : edit[1]] != edit[2]),
             key=lambda edit: edit[:2],
         )
-        mini = parse_zone_text("".join(proof_text), base.spec.origin, where=zone_file.name)
+        mini = proof_answerer("".join(proof_text), base.spec.origin, zone_file.name)
     except (ValueError, UnicodeDecodeError, RenderError):
         return None
     return rendered, zone_edits, dnssec, mini
@@ -645,7 +645,7 @@ def patched(ctx: RunContext, start: ZoneStart) -> Patched | None:
         serial=rendered.serial,
         digest=rendered.digest,
         signatures=base.window or base.state.signatures,
-        zone_sha256=zone_sha256((old_zone,) if new_zone is None else new_zone),
+        zone_sha256=zone_sha256((memoryview(old_zone),) if new_zone is None else new_zone),
     )
     return Patched(
         base=base,

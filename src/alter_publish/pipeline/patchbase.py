@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import dataclasses
 import itertools
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -27,9 +27,13 @@ from alter_publish.definition.state import (
     state_path_for,
 )
 from alter_publish.dns.anchors import TrustAnchor, read_trust_anchors
+from alter_publish.dns.answerers import Answerer, answerer_for
 from alter_publish.dns.dnssec import choose_window
+from alter_publish.dns.wirezone import WireZone
 from alter_publish.dns.zonekeys import ZoneKey
-from alter_publish.errors import AlterError, DefinitionError
+from alter_publish.dns.zonelines import read_zone_records
+from alter_publish.dns.zonetext import parse_zone_text
+from alter_publish.errors import AlterError, DefinitionError, UnsupportedZoneError
 from alter_publish.format.handles import parse_handle
 from alter_publish.pipeline.context import RunContext, ZoneStart
 from alter_publish.pipeline.fingerprint import Fingerprint
@@ -219,10 +223,11 @@ def prove_patch(
     base: PatchBase,
     expectations: Mapping[str, Expectation],
     checkpoint: str | None,
-    mini: dns.zone.Zone,
+    mini: Answerer,
     ds_file: Path,
 ) -> ProofReport:
-    """Prove a patch's names on loopback (``mini``: the zone of the changed lines): the
+    """Prove a patch's names on loopback (``mini``: the engine answering the changed
+    lines, :func:`proof_answerer`): the
     changed handles, the removed ones denied, the ``checkpoint`` record if it changed;
     to the zone's DS (``ds_file``) when it is signed.
 
@@ -242,3 +247,28 @@ def prove_patch(
         absent=tuple(parse_handle(base.memo.refs[old]) for old in base.removed),
         checkpoint=checkpoint,
     )
+
+
+def proof_answerer(text: str, origin: str, where: str) -> Answerer:
+    """The engine that answers a patch's changed lines (``text``: the zone's head, the
+    changed handles' lines and their DNSSEC blocks) in the loopback proof, read as
+    ``serve`` reads a zone file: the handle TXT, RRSIG, NSEC and NSEC3 lines turned
+    into wire form directly (:mod:`alter_publish.dns.zonelines`), the rest by dnspython,
+    into the wire engine; whatever that reader or engine declines is parsed whole by
+    dnspython (:func:`~alter_publish.dns.answerers.answerer_for`). At 4,500 handles
+    renewed a day, dnspython's parse of those lines took 1.5 s.
+
+    Raises:
+        RenderError: the text does not parse.
+    """
+
+    def parse(head: str, line_of: Callable[[int], int]) -> dns.zone.Zone:
+        return parse_zone_text(head, origin, where=where, line_of=line_of)
+
+    records = read_zone_records(text, origin, parse)
+    if records is not None:
+        try:
+            return WireZone.from_records(records.origin, records.plain, records.sigs)
+        except UnsupportedZoneError:
+            pass  # the dnspython engine serves it, as answerer_for decides
+    return answerer_for([parse_zone_text(text, origin, where=where)])

@@ -7,6 +7,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 
 from alter_publish.dns.records import HandleRecord
+from alter_publish.mapped import Bytes
 from alter_publish.pipeline.incremental import Edit, next_olds
 from alter_publish.pipeline.patchbase import PatchBase
 
@@ -25,7 +26,7 @@ def touched_olds(base: PatchBase) -> list[int]:
 
 
 def handle_line_edits(
-    base: PatchBase, segments: Sequence[bytes], rrsets: Sequence[HandleRecord], old_zone: bytes
+    base: PatchBase, segments: Sequence[bytes], rrsets: Sequence[HandleRecord], old_zone: Bytes
 ) -> tuple[list[Edit], dict[int, Edit]] | None:
     """Each changed handle's lines replaced or inserted, each removed handle's taken out."""
     memo = base.memo
@@ -38,7 +39,8 @@ def handle_line_edits(
         if old is not None:
             rows.append((starts[old], starts[old + 1], index, segment))
             continue
-        if base.window is None and f"\n{record.owner} ".encode() in old_zone:
+        name = f"\n{record.owner} ".encode()
+        if base.window is None and old_zone.find(name, 0, memo.rendered_end) >= 0:
             return None  # a name of the zone already (the DNSSEC patch finds it there)
         at = starts[following[index]]
         added[index] = (at, at, index, segment)
@@ -50,7 +52,7 @@ def handle_line_edits(
 
 
 def log_line_edit(
-    old_zone: bytes, head_end: int, after: int, log: HandleRecord | None
+    old_zone: Bytes, head_end: int, after: int, log: HandleRecord | None
 ) -> list[Edit] | None:
     """The edit of the checkpoint record's line in the zone file's head (none without a
     record); None when the old head does not have the record the full run would (a new

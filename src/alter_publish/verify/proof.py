@@ -149,7 +149,7 @@ ABSENT_PROBE = parse_handle("~absent--alter-publish-probe")
 
 
 def prove_zone(
-    zone: dns.zone.Zone,
+    zone: dns.zone.Zone | Answerer,
     spec: ZoneSpec,
     expected: Mapping[str, Expectation],
     *,
@@ -161,14 +161,15 @@ def prove_zone(
     absent: Sequence[Handle] = (),
     checkpoint: str | None = None,
 ) -> ProofReport:
-    """Serve ``zone`` on 127.0.0.1 (OS-chosen port) and prove it (see :func:`prove_served`;
-    ``absent``: handles taken out, each must resolve to a secure denial).
+    """Serve ``zone`` (a dnspython zone, or the engine that answers it) on 127.0.0.1
+    (OS-chosen port) and prove it (see :func:`prove_served`; ``absent``: handles taken
+    out, each must resolve to a secure denial).
 
     Raises:
         ServeError: the loopback server could not start.
     """
     with Workers(jobs, fresh=True, size=len(spec.handles)) as workers:  # start meanwhile
-        answerer = answerer_for([zone])
+        answerer = answerer_for([zone]) if isinstance(zone, dns.zone.Zone) else zone
         return _prove_answerer(
             answerer, spec, expected, now, anchors, workers, progress, probe, checkpoint, absent
         )

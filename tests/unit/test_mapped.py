@@ -1,0 +1,66 @@
+"""A mapped file answers the bytes methods a patch uses exactly as the bytes would."""
+
+from __future__ import annotations
+
+import tempfile
+from pathlib import Path
+
+import pytest
+from hypothesis import given
+from hypothesis import strategies as st
+
+from alter_publish.mapped import MappedFile, read_mapped
+
+TEXT = b"a 3600 IN TXT x\nb 3600 IN RRSIG TXT y\nb 3600 IN NSEC3 z\n"
+
+
+def _mapped(tmp_path: Path, data: bytes) -> MappedFile:
+    path = tmp_path / "zone"
+    path.write_bytes(data)
+    mapped = read_mapped(path)
+    assert isinstance(mapped, MappedFile)
+    return mapped
+
+
+def test_the_bytes_methods_agree_with_bytes(tmp_path: Path) -> None:
+    mapped = _mapped(tmp_path, TEXT)
+    assert len(mapped) == len(TEXT)
+    assert mapped[2:6] == TEXT[2:6]
+    assert mapped.index(b"\n", 3) == TEXT.index(b"\n", 3)
+    assert mapped.find(b"RRSIG") == TEXT.find(b"RRSIG")
+    assert mapped.rfind(b"\n", 0, 20) == TEXT.rfind(b"\n", 0, 20)
+    assert mapped.startswith(b"b 3600", 16)
+    assert not mapped.startswith(b"a", 16)
+    assert mapped.count(b" IN ", 0, 40) == TEXT.count(b" IN ", 0, 40)
+    assert bytes(memoryview(mapped)) == TEXT
+
+
+def test_in_looks_for_the_whole_subsequence_as_for_bytes(tmp_path: Path) -> None:
+    mapped = _mapped(tmp_path, TEXT)
+    assert b"IN NSEC3" in mapped  # a bare mmap only looks for one byte
+    assert b"IN NSEC4" not in mapped
+
+
+def test_index_raises_as_bytes_does_when_not_found(tmp_path: Path) -> None:
+    mapped = _mapped(tmp_path, TEXT)
+    with pytest.raises(ValueError, match="not found"):
+        mapped.index(b"nowhere")
+
+
+def test_an_empty_file_reads_as_empty_bytes(tmp_path: Path) -> None:
+    path = tmp_path / "empty"
+    path.write_bytes(b"")
+    assert read_mapped(path) == b""
+
+
+@given(st.binary(min_size=1, max_size=200), st.binary(min_size=1, max_size=4), st.integers(0, 210))
+def test_find_index_startswith_count_agree(data: bytes, sub: bytes, at: int) -> None:
+    with tempfile.TemporaryDirectory() as directory:
+        mapped = _mapped(Path(directory), data)
+        assert mapped.find(sub, at) == data.find(sub, at)
+        assert mapped.startswith(sub, at) == data.startswith(sub, at)
+        assert mapped.count(sub, at) == data.count(sub, at)
+        assert (sub in mapped) == (sub in data)
+        expected = data.find(sub, at)
+        if expected >= 0:
+            assert mapped.index(sub, at) == expected
