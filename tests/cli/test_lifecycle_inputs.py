@@ -430,6 +430,7 @@ def test_dnssec_status_of_a_freshly_signed_zone(workspace: Workspace) -> None:
     assert signer_tags == {_tag_of(doc["keys"], "zsk", "active")}
 
 
+@pytest.mark.slow  # every step of a ZSK rollover, each a CLI run
 def test_a_full_zsk_rollover_on_the_command_line(workspace: Workspace) -> None:
     start = _json(workspace.run("dnssec", "status", ZONE, *_at(NOW), "--json"))
     ksk = _tag_of(start["keys"], "ksk", "active")

@@ -13,6 +13,8 @@ import subprocess
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 
+import pytest
+
 from alter_publish import pipeline
 from alter_publish.dns.anchors import read_trust_anchors
 from alter_publish.dns.hints import read_root_hints
@@ -54,6 +56,7 @@ class ParentRunner(Runner):
         return super().run((*argv, *hints))
 
 
+@pytest.mark.slow  # the whole KSK runbook against the loopback hierarchy
 def test_the_ksk_runbook_waits_for_the_parent_and_ends_checked(
     hierarchy_lab: HierarchyLab, tmp_path: Path
 ) -> None:
