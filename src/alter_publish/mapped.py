@@ -9,12 +9,21 @@ pages the run looks at and the write copies the rest straight from the page cach
 
 Only for files nothing rewrites in place while they are mapped: an output generation
 is never modified once written (:mod:`alter_publish.outputset`), and a patch runs
-under the output directory's lock.
+under the output directory's lock. (A tool outside alter-publish that truncates a
+generation's file in place, say ``cp x build/<zone>.zone`` through the symlink, while a
+run maps it would kill the run with SIGBUS; nothing in alter-publish does.)
+
+Each live mapping holds a file descriptor (Python before 3.13 keeps a duplicate of it),
+and a run keeps every patched zone's mappings until it commits. So at most
+:data:`MAX_LIVE_MAPPINGS` are live at once; beyond that a file is read into ``bytes``
+as before: a workspace of 500 patched zones never runs out of descriptors.
 """
 
 from __future__ import annotations
 
 import mmap
+import os
+import weakref
 from pathlib import Path
 
 __all__ = ["Bytes", "MappedFile", "read_mapped"]
@@ -51,15 +60,22 @@ class MappedFile(mmap.mmap):
 #: A file's bytes, read or mapped.
 Bytes = bytes | MappedFile
 
+#: At most this many mappings live at once in a process (each holds a descriptor).
+MAX_LIVE_MAPPINGS = 32
+
+_live: weakref.WeakSet[MappedFile] = weakref.WeakSet()
+
 
 def read_mapped(path: Path) -> MappedFile | bytes:
-    """``path``'s bytes, mapped (an empty file: ``b""``, which cannot be mapped).
+    """``path``'s bytes: mapped while fewer than :data:`MAX_LIVE_MAPPINGS` mappings are
+    live, else read (an empty file: ``b""``, which cannot be mapped).
 
     Raises:
-        OSError: the file cannot be opened or mapped.
+        OSError: the file cannot be opened, read or mapped.
     """
     with path.open("rb") as handle:
-        try:
-            return MappedFile(handle.fileno(), 0, access=mmap.ACCESS_READ)
-        except ValueError:  # an empty file
-            return b""
+        if os.fstat(handle.fileno()).st_size == 0 or len(_live) >= MAX_LIVE_MAPPINGS:
+            return handle.read()
+        mapped = MappedFile(handle.fileno(), 0, access=mmap.ACCESS_READ)
+        _live.add(mapped)
+        return mapped

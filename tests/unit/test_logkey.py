@@ -44,17 +44,26 @@ def test_during_a_handover_the_retired_key_s_public_file_is_read(tmp_path: Path)
     assert store.verifier(ZONE) == new.verifier
 
 
-def test_a_store_without_public_files_says_so_until_sign_writes_them(tmp_path: Path) -> None:
+def test_a_store_without_public_files_reads_the_private_key_until_sign_writes_them(
+    tmp_path: Path,
+) -> None:
     store = LogKeyStore(tmp_path / "keys")
     assert store.verifier(ZONE) is None
     with pytest.raises(KeyStoreError, match="no log key"):
         store.require_verifier(ZONE)
     signer = store.signer(ZONE, create=True)
-    store.public_path(ZONE).unlink()  # a store from before the public files
-    with pytest.raises(KeyStoreError, match="verifier key is missing") as caught:
+    store.public_path(ZONE).unlink()  # a store from before the public files: as then
+    assert store.verifier(ZONE) == signer.verifier
+    assert not store.public_path(ZONE).exists()  # verify writes nothing
+    _garble(store, "current.pem")  # neither file usable: an error naming the key file
+    with pytest.raises(KeyStoreError) as caught:
         store.verifier(ZONE)
-    assert str(caught.value).startswith(f"{store.public_path(ZONE)}: ")
+    assert str(caught.value).startswith(f"{store.path(ZONE)}: "), caught.value
+    store = LogKeyStore(tmp_path / "keys2")
+    signer = store.signer(ZONE, create=True)
+    store.public_path(ZONE).unlink()
     assert store.signer(ZONE, create=False) == signer  # what sign does: it writes it again
+    assert store.public_path(ZONE).exists()
     assert store.verifier(ZONE) == signer.verifier
     store.public_path(ZONE).write_text(signer.verifier.to_text().replace(ZONE, "other.example"))
     with pytest.raises(KeyStoreError):

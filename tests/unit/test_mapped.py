@@ -9,7 +9,7 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from alter_publish.mapped import MappedFile, read_mapped
+from alter_publish.mapped import MAX_LIVE_MAPPINGS, MappedFile, read_mapped
 
 TEXT = b"a 3600 IN TXT x\nb 3600 IN RRSIG TXT y\nb 3600 IN NSEC3 z\n"
 
@@ -64,3 +64,18 @@ def test_find_index_startswith_count_agree(data: bytes, sub: bytes, at: int) -> 
         expected = data.find(sub, at)
         if expected >= 0:
             assert mapped.index(sub, at) == expected
+
+
+def test_live_mappings_are_capped_so_many_zones_keep_descriptors(tmp_path: Path) -> None:
+    # A run keeps each patched zone's mappings until it commits, and each holds a file
+    # descriptor: 500 patched zones ran out of them. Beyond the cap a file is read.
+    path = tmp_path / "zone"
+    path.write_bytes(TEXT)
+    held = [read_mapped(path) for _ in range(MAX_LIVE_MAPPINGS + 10)]
+    mapped = [data for data in held if isinstance(data, MappedFile)]
+    assert len(mapped) <= MAX_LIVE_MAPPINGS
+    assert all(data[:] == TEXT for data in held)
+    for data in mapped:
+        data.close()
+    del held, mapped
+    assert isinstance(read_mapped(path), MappedFile)  # released mappings free their places

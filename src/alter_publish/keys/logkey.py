@@ -98,8 +98,10 @@ class LogKeyStore:
         key is read (and no passphrase needed). None: the zone has no log key.
 
         Raises:
-            KeyStoreError: the public file is missing (a store from before it existed:
-                the next ``sign`` writes it), unreadable, or not the zone's log key.
+            KeyStoreError: the public file is missing and so is the private key (a
+                store from before the public file existed reads its private key, as
+                then, until the next ``sign`` writes the public one), unreadable, or
+                not the zone's log key.
         """
         retired = self._handover_id(zone)
         if retired is not None:
@@ -112,6 +114,10 @@ class LogKeyStore:
         try:
             text = path.read_text(encoding="utf-8")
         except FileNotFoundError as exc:
+            private = self.directory(zone) / key_file
+            if private.exists():  # a store from before the public file: as then
+                seed = _seed(load_private_key(private, self.passphrase))
+                return Signer(log_origin(zone), seed).verifier
             raise KeyStoreError(
                 f"the log key's verifier key is missing (it is written beside {key_file} "
                 "by sign; run sign once with this version)",

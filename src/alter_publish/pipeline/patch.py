@@ -260,7 +260,7 @@ def _patched_zone(
             key=lambda edit: edit[:2],
         )
         mini = proof_answerer("".join(proof_text), base.spec.origin, zone_file.name)
-    except (ValueError, UnicodeDecodeError, RenderError):
+    except (ValueError, IndexError, UnicodeDecodeError, RenderError):  # a full run instead
         return None
     return rendered, zone_edits, dnssec, mini
 
