@@ -295,7 +295,10 @@ def _assert_whole_epochs(workspace: Workspace) -> None:
         assert _names(directory) == ["1.pem", "1.secret"], directory
 
 
-@pytest.mark.slow
+# Not marked slow (about 30 s): run first in a `-m slow` session of CI it twice saw the
+# run finish (exit 0) after its Ctrl-C, which no local run reproduces (alone, under
+# nohup, with the locked set); in the default run, where it passed in every CI so far,
+# it stays until that is understood (the stop note of 2026-11-26).
 @pytest.mark.skipif(not Path("/proc/self/task").is_dir(), reason="needs Linux /proc")
 def test_ctrl_c_and_sigterm_leave_nothing_the_next_run_refuses(tmp_path: Path) -> None:
     workspace = _big_workspace(tmp_path / "big")
