@@ -81,8 +81,8 @@ def quiet_worker() -> None:
 
 @contextlib.contextmanager
 def starting_workers(*, fresh: bool = False) -> Iterator[None]:
-    """Start worker processes in this block: they begin with SIGINT ignored and (forked
-    ones) SIGINT and SIGTERM blocked, until :func:`quiet_worker` runs in them.
+    """Start worker processes in this block: they begin with SIGINT and SIGTERM blocked
+    (and fresh ones with SIGINT ignored), until :func:`quiet_worker` runs in them.
 
     A ``fresh`` interpreter keeps an ignored SIGINT across ``exec`` (Python installs no
     handler of its own then), so a Ctrl-C while it imports is no traceback either. Here,
@@ -93,7 +93,10 @@ def starting_workers(*, fresh: bool = False) -> Iterator[None]:
         # its way (its own start): start it before they are blocked, or one is lost.
         resource_tracker.ensure_running()
     previous = signal.pthread_sigmask(signal.SIG_BLOCK, INTERRUPT_SIGNALS)
-    in_main = threading.current_thread() is threading.main_thread()
+    # Forked workers inherit the blocked mask, which is enough. Ignoring SIGINT (needed
+    # across exec only) is process-wide: a Ctrl-C taken meanwhile by another thread that
+    # does not block it would be discarded, and the run would go on as if never told.
+    in_main = fresh and threading.current_thread() is threading.main_thread()
     handler = signal.signal(signal.SIGINT, signal.SIG_IGN) if in_main else None
     try:
         yield

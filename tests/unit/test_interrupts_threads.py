@@ -1,0 +1,37 @@
+"""A Ctrl-C that arrives while forked workers start is held, then delivered: never lost.
+
+``starting_workers`` blocks SIGINT in the calling thread. It used to set SIGINT's
+disposition to ignore as well, which is process-wide: a SIGINT then taken by another
+thread of the run that does not block it (a server or progress thread) was discarded,
+and a ``sign`` told to stop went on to the end (seen in CI: exit 0 after a Ctrl-C).
+"""
+
+from __future__ import annotations
+
+import os
+import signal
+import threading
+import time
+
+import pytest
+
+from alter_publish.interrupts import starting_workers
+
+
+def _ctrl_c_while_workers_start() -> None:
+    with starting_workers():
+        os.kill(os.getpid(), signal.SIGINT)
+        time.sleep(0.2)  # the other thread had its chance to take it
+    time.sleep(0.2)  # delivered when the block ends, at the latest here
+
+
+def test_a_ctrl_c_while_workers_start_reaches_the_main_thread_with_other_threads_alive() -> None:
+    done = threading.Event()
+    other = threading.Thread(target=done.wait, args=(5,), daemon=True)  # SIGINT unblocked
+    other.start()
+    try:
+        with pytest.raises(KeyboardInterrupt):
+            _ctrl_c_while_workers_start()
+    finally:
+        done.set()
+        other.join()
