@@ -236,6 +236,9 @@ def _interrupt(
         stderr=subprocess.PIPE,
         text=True,
         start_new_session=True,
+        # As a terminal's shell starts a foreground job: SIGINT not ignored, whatever this
+        # process inherited (a CI started in the background without job control ignores it).
+        preexec_fn=_sigint_default,
     )
     try:
         deadline = time.monotonic() + CLI_TIMEOUT_SECONDS
@@ -251,6 +254,10 @@ def _interrupt(
                 os.kill(pid, signal.SIGKILL)
         process.communicate()
     return Result(args, process.returncode, stdout, stderr)
+
+
+def _sigint_default() -> None:
+    signal.signal(signal.SIGINT, signal.SIG_DFL)
 
 
 def _children(pid: int) -> list[int]:

@@ -26,6 +26,9 @@ def _ctrl_c_while_workers_start() -> None:
 
 
 def test_a_ctrl_c_while_workers_start_reaches_the_main_thread_with_other_threads_alive() -> None:
+    # Python's own Ctrl-C handler, whatever this process inherited (a CI started in the
+    # background without job control starts with SIGINT ignored).
+    inherited = signal.signal(signal.SIGINT, signal.default_int_handler)
     done = threading.Event()
     other = threading.Thread(target=done.wait, args=(5,), daemon=True)  # SIGINT unblocked
     other.start()
@@ -35,3 +38,4 @@ def test_a_ctrl_c_while_workers_start_reaches_the_main_thread_with_other_threads
     finally:
         done.set()
         other.join()
+        signal.signal(signal.SIGINT, inherited)
