@@ -19,6 +19,13 @@ from alter_publish.format.envelope import split_txt
 
 LOG_RECORD_LABEL = "_alter-log"
 LOG_RECORD_PREFIX = "v=alter-log1; n="
+#: How every checkpoint record text starts, however its fields are spaced.
+LOG_RECORD_MARK = "v=alter-log1;"
+
+
+def is_checkpoint_record(text: str) -> bool:
+    """Whether a TXT record text is of this format (it may still fail to parse)."""
+    return text.startswith(LOG_RECORD_MARK)
 
 
 def log_record_owner(zone: str) -> str:
@@ -63,7 +70,7 @@ def find_checkpoint_record(texts: Iterable[str], where: str) -> str:
         VerificationError: ``not-found``: no record of this format; ``malformed``: more
             than one, or one that does not parse.
     """
-    found = [text for text in texts if text.startswith("v=alter-log1;")]
+    found = [text for text in texts if is_checkpoint_record(text)]
     if not found:
         raise VerificationError("no checkpoint record", where=where, category="not-found")
     if len(found) > 1:

@@ -17,6 +17,7 @@ The key signs the zone's checkpoints as a C2SP signed note under the name
 
 from __future__ import annotations
 
+import contextlib
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -150,12 +151,11 @@ class LogKeyStore:
         Raises:
             KeyStoreError: it cannot be written.
         """
-        atomic_write_bytes(
-            self.public_path(zone, key_file),
-            f"{verifier.to_text()}\n".encode(),
-            mode=PUBLIC_MODE,
-            error=KeyStoreError,
-        )
+        path, data = self.public_path(zone, key_file), f"{verifier.to_text()}\n".encode()
+        with contextlib.suppress(OSError):
+            if path.read_bytes() == data:
+                return  # every sign loads the key: no write (and no fsync) when unchanged
+        atomic_write_bytes(path, data, mode=PUBLIC_MODE, error=KeyStoreError)
 
     def rotate(self, zone: str) -> Signer:
         """Retire the current key (kept as ``retired-<key id>.pem``), make a new one, and

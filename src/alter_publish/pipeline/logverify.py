@@ -78,9 +78,7 @@ def check_published_log(
     record = find_checkpoint_record(texts, owner)
     shown = signed_checkpoint(record, verifier, owner)
     audit = audit_log(directory, verifier)
-    published = Note.parse(read_checkpoint_file(path))
-    own = tuple(line for line in published.signatures if line.name == verifier.name)
-    if Note(published.text, own).to_text() == Note.parse(record).to_text():
+    if log_signed_note(read_checkpoint_file(path), verifier.name) == Note.parse(record).to_text():
         return audit
     # An older checkpoint of the same log is a zone from before a sign that was stopped
     # after writing the log and before switching the outputs: consistent, and the next

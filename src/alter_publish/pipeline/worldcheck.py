@@ -136,7 +136,7 @@ def check_world(
         *chain,
         *check_parent(spec.origin, located, expected, prober, signed=signed),
         *servers,
-        *check_ttls(spec, located, prober, now=now),
+        *check_ttls(spec, located, prober, now=now, servers=servers),
         *through,
         *dane,
         *prober.findings(),

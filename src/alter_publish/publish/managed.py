@@ -21,6 +21,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+import dns.name
 import dns.rdata
 import dns.rdataclass
 import dns.rdatatype
@@ -32,6 +33,7 @@ from alter_publish.errors import VerificationError
 from alter_publish.format.envelope import Envelope, parse_record_or_none, split_txt
 from alter_publish.format.logrecord import (
     checkpoint_record,
+    is_checkpoint_record,
     log_record_owner,
     parse_checkpoint_record,
 )
@@ -40,7 +42,6 @@ from alter_publish.format.tlog import Checkpoint
 from alter_publish.pipeline.logverify import published_log_note
 
 __all__ = [
-    "LOG_RECORD_MARK",
     "Records",
     "checkpoint_rollback",
     "desired_log_records",
@@ -54,8 +55,6 @@ __all__ = [
     "txt_rdata",
 ]
 
-#: How every checkpoint record text starts (docs/format.md section 12).
-LOG_RECORD_MARK = "v=alter-log1;"
 _ALTER_LABEL = b"_alter"
 _ALTER_WIRE = bytes((len(_ALTER_LABEL),)) + _ALTER_LABEL
 _OWNED = re.compile(r"^v=alter1\s*;(?:.*;)?\s*h\s*=", re.DOTALL)
@@ -68,7 +67,7 @@ def owns(text: str) -> bool:
 
 def owns_log(text: str) -> bool:
     """Whether a TXT record text at ``_alter-log.<zone>.`` is ours: a checkpoint record."""
-    return text.startswith(LOG_RECORD_MARK)
+    return is_checkpoint_record(text)
 
 
 def owned_checker(zone: str) -> Callable[[str], Callable[[str], bool]]:
@@ -80,8 +79,7 @@ def owned_checker(zone: str) -> Callable[[str], Callable[[str], bool]]:
 def selects_owner_wire(zone: str) -> Callable[[bytes], bool]:
     """Which lower-cased owner wires of a zone transfer can hold our records: a first
     label ``_alter``, or the zone's ``_alter-log`` name."""
-    labels = log_record_owner(zone).rstrip(".").split(".")
-    log_wire = b"".join(bytes((len(label),)) + label.encode("ascii") for label in labels) + b"\0"
+    log_wire = dns.name.from_text(log_record_owner(zone)).canonicalize().to_wire()
     return lambda owner: owner.startswith(_ALTER_WIRE) or owner == log_wire
 
 

@@ -14,7 +14,7 @@ signatures are left to ``signatures-expired`` and the proof's ``records-differ``
 
 from __future__ import annotations
 
-from collections.abc import Iterator
+from collections.abc import Iterator, Sequence
 
 import dns.flags
 import dns.message
@@ -31,13 +31,26 @@ from alter_publish.verify.world import Finding, Located, Prober
 _APEX_TYPES = (dns.rdatatype.SOA, dns.rdatatype.DNSKEY, dns.rdatatype.NS)
 
 
-def check_ttls(spec: ZoneSpec, located: Located, prober: Prober, *, now: int) -> list[Finding]:
+#: Findings of ``check_servers`` after which an address is not asked again here.
+_SKIP_CODES = frozenset({"unreachable", "lame"})
+
+
+def check_ttls(
+    spec: ZoneSpec,
+    located: Located,
+    prober: Prober,
+    *,
+    now: int,
+    servers: Sequence[Finding] = (),
+) -> list[Finding]:
     """``ttl-beyond-signature`` for each signed RRset, at each address of each of the
     zone's name servers, whose TTL reaches past its latest RRSIG's expiration at ``now``.
 
-    An address that does not answer, or does not serve the zone, is skipped here
-    (``check_servers`` reports it).
+    An address ``servers`` (``check_servers``' findings) reports unreachable or lame is
+    not asked again (each would wait out the timeout once more); one that stops
+    answering here is left at that.
     """
+    skip = {finding.server for finding in servers if finding.code in _SKIP_CODES}
     if not spec.dnssec.enabled:
         return []
     apex = dns.name.from_text(spec.origin)
@@ -47,6 +60,8 @@ def check_ttls(spec: ZoneSpec, located: Located, prober: Prober, *, now: int) ->
     for server in located.servers:
         for address in server.addresses:
             where = f"{server.name} ({address})"
+            if where in skip:
+                continue
             for name, rdtype in questions:
                 try:
                     reply = prober.ask(address, name, rdtype)
