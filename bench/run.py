@@ -82,7 +82,7 @@ MIN_HANDLES = 10
 #: a target) and runs only issue 16's steps at that size (see ``run_big``).
 BIG_SAMPLE_INTERVAL_SECONDS = 1.0
 #: The 1,000,000-handle full sign is killed past this summed Pss (the target is 8 GiB;
-#: the machine's 24 GiB are shared with other work).
+#: the machine's 24 GiB are shared with other work); ``--memory-limit-gib`` moves it.
 BIG_MEMORY_LIMIT_MIB = 10_240.0
 PKCS8_ED25519_PREFIX = bytes.fromhex("302e020100300506032b657004220420")
 #: The PEM label of a PKCS#8 key (spelled apart: no key header appears in the source).
@@ -1010,6 +1010,8 @@ class SizeResult:
     kzonesign: float | None = None
     #: The 1,000,000-handle full sign killed at this summed Pss (MiB), if it was.
     full_sign_stopped: float | None = None
+    #: The summed-Pss limit the 1,000,000-handle full sign ran under (MiB).
+    memory_limit_mib: float = BIG_MEMORY_LIMIT_MIB
     notes: list[str] = field(default_factory=list)
 
     def add(self, row: Row) -> None:
@@ -1211,7 +1213,7 @@ def issue_targets(result: SizeResult) -> list[str]:
         peak_ok = below(peak, TARGET_BIG_PEAK_MIB)
         stopped = result.full_sign_stopped
         if stopped is not None:
-            peak_text = f"killed at {stopped:,.0f} MiB (limit {BIG_MEMORY_LIMIT_MIB:,.0f})"
+            peak_text = f"killed at {stopped:,.0f} MiB (limit {result.memory_limit_mib:,.0f})"
             peak_ok = stopped < TARGET_BIG_PEAK_MIB
         rows += [
             (
@@ -1308,6 +1310,7 @@ class Options:
     skip_tools: bool
     output: Path
     fast_keygen: bool = False
+    memory_limit_mib: float = BIG_MEMORY_LIMIT_MIB
 
 
 def sign_args(options: Options, now: int, *extra: str) -> list[str]:
@@ -1327,14 +1330,15 @@ def run_big(handles: int, root: Path, options: Options, cores: int) -> SizeResul
     seconds, detail = fast_keygen(root, handles, options)
     result.add(Row("keygen (not a target)", seconds, None, None, detail))
     interval = BIG_SAMPLE_INTERVAL_SECONDS
-    limit = int(BIG_MEMORY_LIMIT_MIB * MIB)
+    result.memory_limit_mib = options.memory_limit_mib
+    limit = int(options.memory_limit_mib * MIB)
     try:
         full = cli(root, *sign_args(options, NOW), interval=interval, limit_bytes=limit)
     except MemoryGuard as stop:
         result.full_sign_stopped = stop.size / MIB
         detail = (
             f"STOPPED by run.py: summed Pss {stop.size / MIB:,.0f} MiB > limit "
-            f"{BIG_MEMORY_LIMIT_MIB:,.0f} MiB after {stop.seconds:.0f} s (target peak 8 GiB); "
+            f"{options.memory_limit_mib:,.0f} MiB after {stop.seconds:.0f} s (target peak 8 GiB); "
             "no figures for the steps after it"
         )
         result.add(Row("full sign", stop.wall, stop.size / MIB, None, detail))
@@ -1726,6 +1730,12 @@ def parse_options(argv: Sequence[str] | None = None) -> Options:
     parser.add_argument(
         "--fast-keygen", action="store_true", help="write the handle keys in run.py (as at 1M)"
     )
+    parser.add_argument(
+        "--memory-limit-gib",
+        type=float,
+        default=BIG_MEMORY_LIMIT_MIB / 1024,
+        help="at 1,000,000 handles, kill the full sign past this summed Pss (default 10)",
+    )
     args = parser.parse_args(argv)
     try:
         sizes = tuple(int(size.replace("_", "")) for size in args.sizes.split(","))
@@ -1739,8 +1749,17 @@ def parse_options(argv: Sequence[str] | None = None) -> Options:
         workspace = args.keep / str(size)
         if workspace.exists() and any(workspace.iterdir()):
             parser.error(f"--keep: {workspace} is not empty")
+    if args.memory_limit_gib <= 0:
+        parser.error("--memory-limit-gib must be positive")
     return Options(
-        sizes, args.jobs, args.denial, args.keep, args.skip_tools, args.output, args.fast_keygen
+        sizes,
+        args.jobs,
+        args.denial,
+        args.keep,
+        args.skip_tools,
+        args.output,
+        args.fast_keygen,
+        args.memory_limit_gib * 1024,
     )
 
 
