@@ -10,13 +10,70 @@ import re
 import stat
 import tempfile
 from collections.abc import Callable, Iterable, Iterator
+from dataclasses import dataclass
 from pathlib import Path
 from typing import BinaryIO
 
 from alter_publish.errors import AlterError, RenderError
 
-#: Bytes as written: whole, or a view into a larger buffer (no copy).
-Chunk = bytes | memoryview
+
+@dataclass(frozen=True, slots=True)
+class FileSpan:
+    """Bytes ``start:start + len(view)`` of an open file nothing rewrites while a run holds
+    it (a mapped output generation: :mod:`alter_publish.mapped`). The writers here have
+    the kernel copy them (``copy_file_range``: no pass through this process, and a clone
+    of the extents where the filesystem shares them); ``view`` is the same bytes, for
+    whoever reads them (hashing, comparing)."""
+
+    fd: int
+    start: int
+    view: memoryview
+
+    def __len__(self) -> int:
+        return len(self.view)
+
+
+#: Bytes as written: whole, a view into a larger buffer (no copy), or a span of a file.
+Chunk = bytes | memoryview | FileSpan
+
+#: ``copy_file_range`` cannot copy between these files here: the bytes are written instead.
+_NO_KERNEL_COPY = frozenset(
+    {errno.EXDEV, errno.EINVAL, errno.ENOSYS, errno.EOPNOTSUPP, errno.ETXTBSY, errno.EBADF}
+)
+
+
+def buffer_of(chunk: Chunk) -> bytes | memoryview:
+    """The bytes of ``chunk`` as a buffer (a span's mapped view)."""
+    return chunk.view if isinstance(chunk, FileSpan) else chunk
+
+
+def _write_chunk(handle: BinaryIO, chunk: Chunk) -> None:
+    """Write ``chunk`` at ``handle``'s position: a span copied by the kernel when it can."""
+    if not isinstance(chunk, FileSpan):
+        handle.write(chunk)
+        return
+    handle.flush()  # the span goes after what is buffered
+    copied = _copy_span(chunk, handle.fileno())
+    if copied < len(chunk.view):
+        handle.write(chunk.view[copied:])
+
+
+def _copy_span(span: FileSpan, fd: int) -> int:
+    """Copy what the kernel will of ``span`` to ``fd``'s position; the bytes copied."""
+    copy = getattr(os, "copy_file_range", None)
+    done = 0
+    while copy is not None and done < len(span.view):
+        try:
+            copied = copy(span.fd, fd, len(span.view) - done, span.start + done)
+        except OSError as exc:
+            if exc.errno not in _NO_KERNEL_COPY:
+                raise
+            break
+        if copied <= 0:
+            break
+        done += copied
+    return done
+
 
 PRIVATE_MODE = 0o600
 PUBLIC_MODE = 0o644
@@ -191,8 +248,8 @@ def _replace(
                 old, same = None, False
         with os.fdopen(fd, "wb") as handle:
             for data in chunks:
-                handle.write(data)
-                if same and old is not None and old.read(len(data)) != data:
+                _write_chunk(handle, data)
+                if same and old is not None and old.read(len(data)) != buffer_of(data):
                     same = False
             if old is not None:
                 same = same and old.read(1) == b""
@@ -349,7 +406,7 @@ def chunks_differ(path: Path, chunks: Iterable[Chunk]) -> bool:
     try:
         with path.open("rb") as handle:
             for expected in chunks:
-                if handle.read(len(expected)) != expected:
+                if handle.read(len(expected)) != buffer_of(expected):
                     return True
             return handle.read(1) != b""
     except OSError:

@@ -13,7 +13,8 @@ under the output directory's lock. (A tool outside alter-publish that truncates 
 generation's file in place, say ``cp x build/<zone>.zone`` through the symlink, while a
 run maps it would kill the run with SIGBUS; nothing in alter-publish does.)
 
-Each live mapping holds a file descriptor (Python before 3.13 keeps a duplicate of it),
+Each live mapping holds two file descriptors (Python before 3.13 keeps a duplicate of
+the one it maps, and :class:`MappedFile` keeps one for the kernel's copies),
 and a run keeps every patched zone's mappings until it commits. So at most
 :data:`MAX_LIVE_MAPPINGS` are live at once; beyond that a file is read into ``bytes``
 as before: a workspace of 500 patched zones never runs out of descriptors.
@@ -26,12 +27,21 @@ import os
 import weakref
 from pathlib import Path
 
+from alter_publish.fileio import FileSpan
+
 __all__ = ["Bytes", "MappedFile", "read_mapped"]
 
 
 class MappedFile(mmap.mmap):
     """A read-only ``mmap`` with the ``bytes`` methods a patch uses (slices are ``bytes``;
-    ``memoryview``, ``re`` and ``hashlib`` take it as a buffer)."""
+    ``memoryview``, ``re`` and ``hashlib`` take it as a buffer), and the file it maps
+    kept open (``fd``) for :meth:`span`."""
+
+    fd: int = -1
+
+    def span(self, start: int, end: int) -> FileSpan:
+        """Bytes ``start:end`` as a :class:`FileSpan` (written by the kernel's copy)."""
+        return FileSpan(self.fd, start, memoryview(self)[start:end])
 
     def index(self, sub: bytes, start: int = 0, end: int | None = None) -> int:
         """Like ``bytes.index``.
@@ -77,5 +87,7 @@ def read_mapped(path: Path) -> MappedFile | bytes:
         if os.fstat(handle.fileno()).st_size == 0 or len(_live) >= MAX_LIVE_MAPPINGS:
             return handle.read()
         mapped = MappedFile(handle.fileno(), 0, access=mmap.ACCESS_READ)
+        mapped.fd = os.dup(handle.fileno())
+        weakref.finalize(mapped, os.close, mapped.fd)
         _live.add(mapped)
         return mapped

@@ -1,7 +1,10 @@
-"""A mapped file answers the bytes methods a patch uses exactly as the bytes would."""
+"""A mapped file answers the bytes methods a patch uses exactly as the bytes would, and
+its spans are written (by the kernel's copy, or from their bytes) where they belong."""
 
 from __future__ import annotations
 
+import hashlib
+import os
 import tempfile
 from pathlib import Path
 
@@ -9,7 +12,10 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
+from alter_publish.definition.state import zone_sha256
+from alter_publish.fileio import Chunk, FileSpan, atomic_write_chunks, chunks_differ
 from alter_publish.mapped import MAX_LIVE_MAPPINGS, MappedFile, read_mapped
+from alter_publish.pipeline.incremental import apply_edits
 
 TEXT = b"a 3600 IN TXT x\nb 3600 IN RRSIG TXT y\nb 3600 IN NSEC3 z\n"
 
@@ -79,3 +85,36 @@ def test_live_mappings_are_capped_so_many_zones_keep_descriptors(tmp_path: Path)
         data.close()
     del held, mapped
     assert isinstance(read_mapped(path), MappedFile)  # released mappings free their places
+
+
+def test_spans_of_a_mapped_file_are_written_in_place_among_other_chunks(tmp_path: Path) -> None:
+    # The kernel's copy goes to the descriptor's position: what the writer buffered
+    # before a span must be out first, and what follows must land after it.
+    source = tmp_path / "old.zone"
+    data = bytes(range(256)) * 4096 + b"tail"
+    source.write_bytes(data)
+    mapped = read_mapped(source)
+    assert isinstance(mapped, MappedFile)
+    edits = [(10, 20, b"one"), (300_000, 300_001, b""), (len(data) - 2, len(data), b"TAIL")]
+    chunks = apply_edits(mapped, edits)
+    assert any(isinstance(chunk, FileSpan) for chunk in chunks)
+    target = tmp_path / "new.zone"
+    assert atomic_write_chunks(target, chunks, compare=False)
+    expected = b"".join(apply_edits(data, edits))
+    assert target.read_bytes() == expected
+    assert zone_sha256(chunks) == hashlib.sha256(expected).hexdigest()
+    assert not chunks_differ(target, chunks)
+
+
+def test_a_span_the_kernel_cannot_copy_is_written_from_its_bytes(tmp_path: Path) -> None:
+    # A pipe is no file copy_file_range reads: the span's bytes are written instead.
+    read_end, write_end = os.pipe()
+    try:
+        view = memoryview(b"0123456789")
+        target = tmp_path / "out"
+        chunks: list[Chunk] = [b"head ", FileSpan(read_end, 0, view[2:7]), b" tail"]
+        assert atomic_write_chunks(target, chunks, compare=False)
+        assert target.read_bytes() == b"head 23456 tail"
+    finally:
+        os.close(read_end)
+        os.close(write_end)

@@ -18,7 +18,7 @@ from typing import Any, Protocol
 
 from alter_publish.definition.model import DNSSECSpec
 from alter_publish.errors import RenderError
-from alter_publish.fileio import Chunk
+from alter_publish.fileio import Chunk, buffer_of
 
 INCEPTION_BACKDATE_SECONDS = 3600  # tolerate validators whose clocks run behind
 #: Renewals (RRSIGs and envelopes) are spread over slots of this length: each name falls
@@ -262,7 +262,7 @@ def zone_sha256(parts: Iterable[str | Chunk]) -> str:
     """SHA-256 (hex) of a zone file given as the parts written one after the other."""
     sha = hashlib.sha256()
     for part in parts:
-        sha.update(part.encode() if isinstance(part, str) else part)
+        sha.update(part.encode() if isinstance(part, str) else buffer_of(part))
     return sha.hexdigest()
 
 

@@ -71,9 +71,9 @@ def _content_digest(path: Path) -> str:
         return "-"
 
 
-def _stat_text(path: str) -> str:
+def _stat_text(path: str, dir_fd: int | None = None) -> str:
     try:
-        info = os.stat(path)  # noqa: PTH116 (str paths: 200,000 stats at 100k handles)
+        info = os.stat(path, dir_fd=dir_fd)  # str paths: 200,000 stats at 100k handles
     except OSError:
         return "-"
     # Mode and owner too: a key directory made writable by others (or given away) must
@@ -91,11 +91,33 @@ def handle_key_lines(handle_keys: Sequence[tuple[str, int]], *, jobs: int = 1) -
 
 
 def _key_lines(span: tuple[int, int]) -> list[str]:
+    """The lines of one span of ``handle_keys``: each stat taken relative to the handle
+    directory's parent, opened once (a third faster than resolving every path whole)."""
     handle_keys: Sequence[tuple[str, int]] = shared()
-    return [
-        f"{_stat_text(directory)} {_stat_text(f'{directory}/{epoch}.pem')}"
-        for directory, epoch in handle_keys[span[0] : span[1]]
-    ]
+    parents: dict[str, int | None] = {}
+    lines: list[str] = []
+    try:
+        for directory, epoch in handle_keys[span[0] : span[1]]:
+            parent, _, name = directory.rpartition("/")
+            if parent not in parents:
+                parents[parent] = _open_directory(parent)
+            if (fd := parents[parent]) is None or not name:
+                name, fd = directory, None
+            lines.append(f"{_stat_text(name, fd)} {_stat_text(f'{name}/{epoch}.pem', fd)}")
+    finally:
+        for fd in parents.values():
+            if fd is not None:
+                os.close(fd)
+    return lines
+
+
+def _open_directory(path: str) -> int | None:
+    """A descriptor of directory ``path`` (None: it cannot be opened; paths are then
+    resolved whole, and say ``-`` as before where they cannot be stat'ed)."""
+    try:
+        return os.open(path or "/", os.O_RDONLY | os.O_DIRECTORY | os.O_CLOEXEC)
+    except OSError:
+        return None
 
 
 @dataclass(frozen=True, slots=True)

@@ -27,11 +27,11 @@ import sys
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import Any, overload
 
 from alter_publish.errors import RenderError
-from alter_publish.fileio import Chunk, atomic_write_bytes
-from alter_publish.mapped import Bytes
+from alter_publish.fileio import Chunk, FileSpan, atomic_write_bytes
+from alter_publish.mapped import Bytes, MappedFile
 
 MEMO_FORMAT = "alter-publish/memo/2"
 
@@ -351,18 +351,33 @@ def next_olds(olds: Sequence[int | None], count: int) -> list[int]:
 Edit = tuple[int, int, bytes]
 
 
-def apply_edits(data: Chunk, edits: Sequence[Edit]) -> list[Chunk]:
-    """``data`` with ``edits`` (ascending, not overlapping) made, as consecutive chunks."""
+@overload
+def apply_edits(
+    data: bytes | memoryview, edits: Sequence[Edit]
+) -> Sequence[bytes | memoryview]: ...
+@overload
+def apply_edits(data: Chunk | MappedFile, edits: Sequence[Edit]) -> Sequence[Chunk]: ...
+def apply_edits(data: Chunk | MappedFile, edits: Sequence[Edit]) -> Sequence[Chunk]:
+    """``data`` with ``edits`` (ascending, not overlapping) made, as consecutive chunks
+    (of a mapped file: spans of it, which the writers have the kernel copy)."""
     chunks: list[Chunk] = []
     at = 0
     for start, end, new in edits:
         if start < at or end < start:
             raise ValueError("edits overlap or run backwards")
-        chunks.append(data[at:start])
+        chunks.append(_piece(data, at, start))
         chunks.append(new)
         at = end
-    chunks.append(data[at:])
+    chunks.append(_piece(data, at, len(data)))
     return chunks
+
+
+def _piece(data: Chunk | MappedFile, start: int, end: int) -> Chunk:
+    if isinstance(data, MappedFile):
+        return data.span(start, end)
+    if isinstance(data, FileSpan):
+        return FileSpan(data.fd, data.start + start, data.view[start:end])
+    return data[start:end]
 
 
 def placed(edits: Sequence[Edit]) -> list[int]:

@@ -40,7 +40,7 @@ from alter_publish.keys.lifecycle import (
     revocations_path_for,
     zone_revocations,
 )
-from alter_publish.mapped import Bytes, read_mapped
+from alter_publish.mapped import Bytes, MappedFile, read_mapped
 from alter_publish.pipeline.build import dnssec_fingerprint, zone_changes
 from alter_publish.pipeline.chain import (
     EnvelopeChain,
@@ -599,6 +599,11 @@ class Patched:
         dataclasses.replace(self.memo, base=base).write(memo_path(ctx.out, spec.path))
 
 
+def _source(old: Bytes) -> MappedFile | memoryview:
+    """The last outputs' bytes to cut: mapped (spans the kernel copies), or in memory."""
+    return old if isinstance(old, MappedFile) else memoryview(old)
+
+
 def patched(ctx: RunContext, start: ZoneStart) -> Patched | None:
     """Patch the handles whose entry or key changed into the last proven run's outputs
     and prove them; None when that cannot be done exactly as a full run would do it
@@ -639,7 +644,7 @@ def patched(ctx: RunContext, start: ZoneStart) -> Patched | None:
     for index, item in zip(base.changed, signed, strict=True):
         ttls[index], dues[index] = item.spec.ttl, envelope_due(item, base.spec)
     old_zone, old_envelopes = rendered.old_zone, rendered.old_envelopes
-    new_zone = tuple(apply_edits(memoryview(old_zone), zone_edits)) if zone_edits else None
+    new_zone = tuple(apply_edits(_source(old_zone), zone_edits)) if zone_edits else None
     state = dataclasses.replace(
         base.state,
         serial=rendered.serial,
@@ -653,9 +658,7 @@ def patched(ctx: RunContext, start: ZoneStart) -> Patched | None:
         state=state,
         zone=new_zone,
         envelopes=(
-            tuple(apply_edits(memoryview(old_envelopes), envelope_edits))
-            if envelope_edits
-            else None
+            tuple(apply_edits(_source(old_envelopes), envelope_edits)) if envelope_edits else None
         ),
         memo=_memo_after(
             base,
