@@ -12,7 +12,8 @@ from pathlib import Path
 from alter_publish.errors import EXIT_KEY
 from alter_publish.format.note import Note, Verifier
 from alter_publish.keys.logkey import LogKeyStore
-from alter_publish.pipeline.transparency import checkpoints_path_for, read_history
+from alter_publish.pipeline.paths import checkpoints_path_for
+from alter_publish.pipeline.transparency import read_history
 from tests.integration.golog import build_tlogcheck, go_check_dir
 from tests.integration.test_golden_outputs import NOW, _workspace
 from tests.integration.test_transparency import _cli, _sign

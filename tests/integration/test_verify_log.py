@@ -13,7 +13,8 @@ import pytest
 
 from alter_publish.errors import EXIT_VERIFICATION
 from alter_publish.format.note import COSIGNATURE_V1_TYPE, Note, Signer
-from alter_publish.pipeline.transparency import checkpoints_path_for, read_history
+from alter_publish.pipeline.paths import checkpoints_path_for
+from alter_publish.pipeline.transparency import read_history
 from tests.integration.test_golden_outputs import NOW, _workspace
 from tests.integration.test_transparency import _cli, _sign
 

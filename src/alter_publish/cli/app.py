@@ -7,6 +7,7 @@ module of its topic and is listed here, in the order ``--help`` shows it.
 
 from __future__ import annotations
 
+import importlib
 import signal
 import sys
 from collections.abc import Sequence
@@ -15,19 +16,6 @@ from typing import Annotated, Any, Final
 
 import typer
 
-from alter_publish.cli import (
-    dnssec,
-    handler,
-    handles,
-    init,
-    log,
-    open_uri,
-    publish,
-    resolve,
-    sign,
-    witness,
-    world,
-)
 from alter_publish.cli.output import FailureError
 from alter_publish.errors import (
     EXIT_INTERNAL,
@@ -43,75 +31,84 @@ from alter_publish.version import __version__
 #: ``-h`` as well as ``--help``, on every command.
 HELP_SETTINGS: Final = {"help_option_names": ["-h", "--help"]}
 
-app = typer.Typer(
-    name="alter-publish",
-    context_settings=HELP_SETTINGS,
-    help="Sign, render and prove alter1 identity records (_alter TXT) for the zones you own.",
-    no_args_is_help=True,
-    add_completion=False,
-    pretty_exceptions_enable=False,
-    rich_markup_mode=None,
-)
-dnssec_app = typer.Typer(
-    name="dnssec",
-    context_settings=HELP_SETTINGS,
-    help="DNSSEC zone keys (Ed25519 KSK and ZSK) and the DS for the parent zone.",
-    no_args_is_help=True,
-)
-handler_app = typer.Typer(
-    name="handler",
-    context_settings=HELP_SETTINGS,
-    help="The alter: URI handler: xdg registration, and other platforms' files.",
-    no_args_is_help=True,
-)
-keys_app = typer.Typer(
-    context_settings=HELP_SETTINGS,
-    name="keys",
-    help="Handle and zone key status across zones.",
-    no_args_is_help=True,
-)
-log_app = typer.Typer(
-    context_settings=HELP_SETTINGS,
-    name="log",
-    help="Audit a zone's published transparency log (C2SP checkpoints and tiles).",
-    no_args_is_help=True,
+#: Every command: (its group, or "" for the top level; its name; the ``cli`` module and
+#: function behind it), in the order ``--help`` lists them. A run imports only the
+#: modules of the command it runs (each pulls in the library it calls): ``sign`` starts
+#: without loading what ``open`` or ``push`` need.
+COMMANDS: Final = (
+    ("", "sign", "sign", "sign"),
+    ("", "verify", "sign", "verify"),
+    ("", "resolve", "resolve", "resolve"),
+    ("", "verify-record", "resolve", "verify_record_command"),
+    ("", "open", "open_uri", "open_command"),
+    ("handler", "install", "handler", "install"),
+    ("handler", "uninstall", "handler", "uninstall"),
+    ("handler", "status", "handler", "status"),
+    ("handler", "files", "handler", "files"),
+    ("", "serve", "resolve", "serve"),
+    ("", "keygen", "handles", "keygen"),
+    ("", "init", "init", "init"),
+    ("dnssec", "keygen", "dnssec", "dnssec_keygen"),
+    ("dnssec", "ds", "dnssec", "dnssec_ds"),
+    ("dnssec", "status", "dnssec", "dnssec_status"),
+    ("dnssec", "rollover", "dnssec", "dnssec_rollover"),
+    ("dnssec", "step", "dnssec", "dnssec_step"),
+    ("", "rotate", "handles", "rotate"),
+    ("", "revoke", "handles", "revoke"),
+    ("", "plan", "publish", "plan"),
+    ("", "push", "publish", "push"),
+    ("", "export", "publish", "export_command"),
+    ("", "check", "world", "check"),
+    ("keys", "status", "handles", "keys_status"),
+    ("log", "verify", "log", "log_verify"),
+    ("log", "consistency", "log", "log_consistency"),
+    ("log", "witness", "witness", "log_witness"),
+    ("log", "witness-keygen", "witness", "log_witness_keygen"),
+    ("log", "cosign", "witness", "log_cosign"),
+    ("log", "prove", "log", "log_prove"),
+    ("log", "rotate-key", "log", "log_rotate_key"),
 )
 
-app.command()(sign.sign)
-app.command()(sign.verify)
-app.command()(resolve.resolve)
-app.command("verify-record")(resolve.verify_record_command)
-app.command("open")(open_uri.open_command)
-app.add_typer(handler_app)
-handler_app.command("install")(handler.install)
-handler_app.command("uninstall")(handler.uninstall)
-handler_app.command("status")(handler.status)
-handler_app.command("files")(handler.files)
-app.command()(resolve.serve)
-app.command()(handles.keygen)
-app.command()(init.init)
-app.add_typer(dnssec_app)
-dnssec_app.command("keygen")(dnssec.dnssec_keygen)
-dnssec_app.command("ds")(dnssec.dnssec_ds)
-dnssec_app.command("status")(dnssec.dnssec_status)
-dnssec_app.command("rollover")(dnssec.dnssec_rollover)
-dnssec_app.command("step")(dnssec.dnssec_step)
-app.command()(handles.rotate)
-app.command()(handles.revoke)
-app.command()(publish.plan)
-app.command()(publish.push)
-app.command("export")(publish.export_command)
-app.command()(world.check)
-app.add_typer(keys_app)
-keys_app.command("status")(handles.keys_status)
-app.add_typer(log_app)
-log_app.command("verify")(log.log_verify)
-log_app.command("consistency")(log.log_consistency)
-log_app.command("witness")(witness.log_witness)
-log_app.command("witness-keygen")(witness.log_witness_keygen)
-log_app.command("cosign")(witness.log_cosign)
-log_app.command("prove")(log.log_prove)
-log_app.command("rotate-key")(log.log_rotate_key)
+#: The command groups: name and help.
+GROUPS: Final = {
+    "handler": "The alter: URI handler: xdg registration, and other platforms' files.",
+    "dnssec": "DNSSEC zone keys (Ed25519 KSK and ZSK) and the DS for the parent zone.",
+    "keys": "Handle and zone key status across zones.",
+    "log": "Audit a zone's published transparency log (C2SP checkpoints and tiles).",
+}
+
+
+def _app(only: str | None = None) -> typer.Typer:
+    """The app with every command, or (``only``: a top-level command or group's name)
+    with just that one's commands: the same command as the whole app has."""
+    app = typer.Typer(
+        name="alter-publish",
+        context_settings=HELP_SETTINGS,
+        help="Sign, render and prove alter1 identity records (_alter TXT) for the zones you own.",
+        no_args_is_help=True,
+        add_completion=False,
+        pretty_exceptions_enable=False,
+        rich_markup_mode=None,
+    )
+    app.callback()(_root)
+    groups: dict[str, typer.Typer] = {}
+    for group, name, module, function in COMMANDS:
+        if only is not None and only != (group or name):
+            continue
+        target = app
+        if group:
+            if group not in groups:
+                groups[group] = typer.Typer(
+                    name=group,
+                    context_settings=HELP_SETTINGS,
+                    help=GROUPS[group],
+                    no_args_is_help=True,
+                )
+                app.add_typer(groups[group])
+            target = groups[group]
+        callback = getattr(importlib.import_module(f"alter_publish.cli.{module}"), function)
+        target.command(name)(callback)
+    return app
 
 
 def _version_callback(value: bool) -> None:
@@ -120,7 +117,6 @@ def _version_callback(value: bool) -> None:
         raise typer.Exit
 
 
-@app.callback()
 def _root(
     version: Annotated[
         bool,
@@ -235,12 +231,25 @@ METAVARS: Final = {
 }
 
 
-def cli_command() -> Any:
+def cli_command(only: str | None = None) -> Any:
     """The click command behind the app (for tools that walk its options), with the
-    summaries of ``SUMMARIES`` and the metavars of ``METAVARS``."""
-    command = typer.main.get_command(app)
+    summaries of ``SUMMARIES`` and the metavars of ``METAVARS`` (``only``: see
+    :func:`_app`)."""
+    command = typer.main.get_command(_app(only))
     _plain_help(command, ())
     return command
+
+
+def _command_name(args: Sequence[str]) -> str | None:
+    """The top-level command or group ``args`` run, when it is one (None: the whole app,
+    for the top-level help, ``--version`` or a name it does not know)."""
+    for arg in args:
+        if arg == "--":
+            return None
+        if not arg.startswith("-"):
+            known = {group or name for group, name, _, _ in COMMANDS}
+            return arg if arg in known else None
+    return None
 
 
 def _no_type(ctx: Any) -> None:
@@ -290,7 +299,7 @@ def main(argv: list[str] | None = None) -> None:
 
 def _main(argv: list[str] | None) -> None:
     args, debug = _split_debug((sys.argv[1:] if argv is None else argv) or ["--help"])
-    command = cli_command()
+    command = cli_command(_command_name(args))
     try:
         code = command.main(args=args, prog_name="alter-publish", standalone_mode=False)
     except FailureError as failure:

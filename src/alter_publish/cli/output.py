@@ -4,16 +4,18 @@ from __future__ import annotations
 
 import json
 from collections.abc import Callable
-from typing import Any, NoReturn
+from typing import TYPE_CHECKING, Any, NoReturn
 
 import typer
 
-from alter_publish import pipeline
 from alter_publish.definition.values import format_span, format_utc
-from alter_publish.format.envelope import Envelope
-from alter_publish.keys import commands as keyops
-from alter_publish.keys.rollover import NextStep
-from alter_publish.verify.proof import ProofReport
+
+if TYPE_CHECKING:  # names of types only: every command imports this module, few need them
+    from alter_publish import pipeline
+    from alter_publish.format.envelope import Envelope
+    from alter_publish.keys import commands as keyops
+    from alter_publish.keys.rollover import NextStep
+    from alter_publish.verify.proof import ProofReport
 
 
 class FailureError(Exception):

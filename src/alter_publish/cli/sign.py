@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Annotated
+from typing import TYPE_CHECKING, Annotated
 
 import typer
 
@@ -34,7 +34,9 @@ from alter_publish.cli.progress import progress_for
 from alter_publish.definition.workspace import find_zone_files, workspace_for
 from alter_publish.errors import EXIT_DRIFT, EXIT_VERIFICATION, UsageError
 from alter_publish.parallel import default_jobs
-from alter_publish.publish.witnessing import ZoneCosign, cosign_signed
+
+if TYPE_CHECKING:
+    from alter_publish.publish.witnessing import ZoneCosign
 
 #: ``sign --check`` prints at most this many changes per zone (``--json`` lists all).
 MAX_CHANGE_LINES = 50
@@ -132,7 +134,7 @@ def sign(
             progress=progress,
             incremental=not full,
         )
-    cosigned = cosign_signed(report, where.out(out))
+    cosigned = _cosign(report, where.out(out))
     _print_signed(report, as_json, cosigned)
     _check_cosigned(cosigned)
     if not report.proven:
@@ -160,6 +162,16 @@ def _print_signed(
         if cosign.outcomes:
             names = ", ".join(cosign.cosigners) or "no witness"
             typer.echo(f"{cosign.zone}: checkpoint cosigned by {names}")
+
+
+def _cosign(report: pipeline.SignReport, out: Path) -> tuple[ZoneCosign, ...]:
+    """The witnesses' cosignatures of the zones with a witness policy (loaded only then:
+    a run that changes nothing starts faster without them)."""
+    if not any(zone.log.policy is not None for zone in report.zones):
+        return ()
+    from alter_publish.publish.witnessing import cosign_signed
+
+    return cosign_signed(report, out)
 
 
 def _check_cosigned(cosigned: tuple[ZoneCosign, ...]) -> None:

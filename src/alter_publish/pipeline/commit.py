@@ -8,8 +8,7 @@ set or the whole new one.
 from __future__ import annotations
 
 import json
-import os
-from collections.abc import Callable, Iterable, Iterator, Sequence
+from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -21,22 +20,14 @@ from alter_publish.fileio import (
     chunks_differ,
     content_differs,
     fsync_directory,
-    sweep_temp_files,
     text_differs,
     write_compared,
 )
-from alter_publish.format.identitylog import log_path_for
 from alter_publish.interrupts import deferred_interrupts
-from alter_publish.keys.lifecycle import revocations_path_for
-from alter_publish.outputset import OutputSet, Staging, sweep_links, sweep_stores
+from alter_publish.outputset import OutputSet, Staging
 from alter_publish.pipeline.context import RunContext
 from alter_publish.pipeline.paths import zone_outputs
-from alter_publish.pipeline.transparency import (
-    LOG_DIR,
-    Publication,
-    checkpoints_path_for,
-    write_publication,
-)
+from alter_publish.pipeline.transparency import Publication, write_publication
 
 
 @dataclass(frozen=True, slots=True)
@@ -211,54 +202,6 @@ def _write(staging: Staging, name: str, content: Text | Chunks | bytes) -> bool:
         staging.previous_path(name),
         compare=not isinstance(content, Chunks),
     )
-
-
-#: Files a run owns in the output directory, by their ending (the zone file, envelopes,
-#: DS file, memo and fingerprint, a BIND include export).
-_OUTPUT_ENDINGS = (
-    ".zone",
-    ".envelopes.json",
-    ".ds",
-    ".memo.json",
-    ".fingerprint.json",
-    ".alter.include",
-)
-
-
-def sweep_leftovers(out: Path, definitions: Sequence[Path]) -> list[Path]:
-    """Remove what interrupted runs left: temporary files beside the files a run owns
-    (in the output directory and its zones' log tiles; beside each definition: it, its
-    state, log, checkpoint history and revocations) and generations of output sets never
-    switched to.
-
-    Returns:
-        What was removed.
-
-    Raises:
-        RenderError: a directory cannot be listed or a leftover removed.
-    """
-    owned: dict[Path, set[str]] = {}
-    for definition in definitions:
-        names = owned.setdefault(definition.parent, set())
-        for path in (definition, state_path_for(definition), log_path_for(definition)):
-            names.add(path.name)
-        names.add(revocations_path_for(definition).name)
-        names.add(checkpoints_path_for(definition).name)
-    try:
-        removed = sweep_temp_files(out, lambda name: name.endswith(_OUTPUT_ENDINGS))
-        removed += sweep_stores(out)
-        removed += sweep_links(out, lambda name: name.endswith(_OUTPUT_ENDINGS))
-        for directory, names in owned.items():
-            removed += sweep_temp_files(directory, names.__contains__)
-        for log in out.glob(f"*/{LOG_DIR}"):  # tiles and checkpoints: every name is ours
-            for folder, _, files in os.walk(log):
-                removed += sweep_temp_files(Path(folder), lambda _: True, files)
-    except OSError as exc:
-        raise RenderError(
-            f"cannot remove what an interrupted run left: {exc.strerror}",
-            where=str(exc.filename or out),
-        ) from exc
-    return removed
 
 
 class Measured:

@@ -20,12 +20,19 @@ import os
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
+from alter_publish.definition.state import state_path_for
 from alter_publish.errors import RenderError
 from alter_publish.fileio import atomic_write_bytes
+from alter_publish.format.identitylog import log_path_for
+from alter_publish.keys.lifecycle import revocations_path_for
 from alter_publish.parallel import Workers, ranges, shared
+from alter_publish.pipeline.paths import ds_path, output_paths
 from alter_publish.version import __version__
+
+if TYPE_CHECKING:
+    from alter_publish.pipeline.context import RunContext
 
 FINGERPRINT_FORMAT = "alter-publish/fingerprint/1"
 
@@ -265,4 +272,34 @@ def inputs_for(
         options=options,
         definition_text=definition_text,
         digests=digests,
+    )
+
+
+def fingerprint_inputs(
+    ctx: RunContext,
+    definition: Path,
+    origin: str,
+    zone_keys_dir: str,
+    handle_keys: Sequence[tuple[str, int]],
+    definition_text: str | None = None,
+    tls_files: Sequence[str] = (),
+) -> Inputs:
+    """The :class:`Inputs` a run of ``definition`` (zone ``origin``) into ``ctx.out`` has
+    (``tls_files``: the certificates and keys its TLSA records come from)."""
+    zone_file, envelopes_file = output_paths(ctx.out, origin)
+    return inputs_for(
+        definition,
+        templates=ctx.templates,
+        content_files=(
+            revocations_path_for(definition),
+            log_path_for(definition),
+            state_path_for(definition),
+            *(Path(name) for name in tls_files),
+        ),
+        zone_keys_dir=zone_keys_dir,
+        handle_keys=handle_keys,
+        outputs=(zone_file, envelopes_file, ds_path(ctx.out, origin)),
+        options=ctx.options,
+        definition_text=definition_text,
+        digests=ctx.digests,
     )

@@ -22,8 +22,7 @@ from alter_publish.format.identitylog import LogEntry, leaf_hash, log_path_for, 
 from alter_publish.format.note import Verifier
 from alter_publish.format.tiles import TreeHashes
 from alter_publish.format.tlog import TlogProof, inclusion_proof, verify_inclusion
-from alter_publish.pipeline.paths import current_outputs
-from alter_publish.pipeline.transparency import CHECKPOINT_FILE, log_dir
+from alter_publish.pipeline.paths import CHECKPOINT_FILE, current_outputs, log_dir
 from alter_publish.verify.logaudit import read_checkpoint_file, signed_checkpoint, stored_tiles
 
 

@@ -20,7 +20,7 @@ from alter_publish.errors import RenderError, VerificationError
 from alter_publish.format.logrecord import find_checkpoint_record, log_record_owner
 from alter_publish.format.note import Note, Verifier
 from alter_publish.keys.logkey import log_origin
-from alter_publish.pipeline.transparency import CHECKPOINT_FILE, log_dir
+from alter_publish.pipeline.paths import CHECKPOINT_FILE, log_dir
 from alter_publish.verify.logaudit import (
     LogAudit,
     audit_log,

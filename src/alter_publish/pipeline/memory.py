@@ -12,28 +12,21 @@ from typing import Any
 from alter_publish.definition.model import (
     ZoneSpec,
 )
-from alter_publish.definition.state import SERIAL_MAX, SignatureWindow, state_path_for
+from alter_publish.definition.state import SERIAL_MAX, SignatureWindow
 from alter_publish.dns.records import (
     labels_of,
 )
 from alter_publish.format.envelope import (
     CLOCK_SKEW_SECONDS,
 )
-from alter_publish.format.identitylog import (
-    log_path_for,
-)
-from alter_publish.keys.lifecycle import (
-    revocations_path_for,
-)
 from alter_publish.pipeline.build import Layout, ZonePlan, dnssec_summary
 from alter_publish.pipeline.context import RunContext
 from alter_publish.pipeline.fingerprint import (
     Fingerprint,
-    Inputs,
+    fingerprint_inputs,
     fingerprint_path,
     forget,
     handle_key_lines,
-    inputs_for,
 )
 from alter_publish.pipeline.incremental import (
     Entries,
@@ -41,41 +34,10 @@ from alter_publish.pipeline.incremental import (
     memo_path,
     split_entries,
 )
-from alter_publish.pipeline.paths import default_templates_dir, ds_path, output_paths
+from alter_publish.pipeline.paths import default_templates_dir
 from alter_publish.pipeline.render import (
     SignedHandle,
 )
-
-
-def fingerprint_inputs(
-    ctx: RunContext,
-    definition: Path,
-    origin: str,
-    zone_keys_dir: str,
-    handle_keys: Sequence[tuple[str, int]],
-    definition_text: str | None = None,
-    tls_files: Sequence[str] = (),
-) -> Inputs:
-    """The :class:`Inputs` a run of ``definition`` (zone ``origin``) into ``ctx.out`` has
-    (``tls_files``: the certificates and keys its TLSA records come from)."""
-    zone_file, envelopes_file = output_paths(ctx.out, origin)
-    return inputs_for(
-        definition,
-        templates=ctx.templates,
-        content_files=(
-            revocations_path_for(definition),
-            log_path_for(definition),
-            state_path_for(definition),
-            *(Path(name) for name in tls_files),
-        ),
-        zone_keys_dir=zone_keys_dir,
-        handle_keys=handle_keys,
-        outputs=(zone_file, envelopes_file, ds_path(ctx.out, origin)),
-        options=ctx.options,
-        definition_text=definition_text,
-        digests=ctx.digests,
-    )
-
 
 #: An envelope that never expires never falls due (past any ``now`` a run can take).
 NEVER_DUE = SERIAL_MAX * 2

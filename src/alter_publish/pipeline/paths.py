@@ -36,3 +36,19 @@ def current_outputs(out: Path, zone: str) -> tuple[Path, Path, Path]:
     read together, they are one run's outputs even while a ``sign`` switches the set."""
     zone_file, envelopes_file, ds_file = zone_outputs(out, zone).readable()
     return zone_file, envelopes_file, ds_file
+
+
+#: Where a zone's transparency log is published under the output directory, and its
+#: checkpoint's name there.
+LOG_DIR = "log"
+CHECKPOINT_FILE = "checkpoint"
+
+
+def checkpoints_path_for(definition: Path) -> Path:
+    """The checkpoint history beside a definition: ``zones/<zone>.checkpoints``."""
+    return definition.with_suffix(".checkpoints")
+
+
+def log_dir(out: Path, zone: str) -> Path:
+    """Where the zone's tiles are written: ``<out>/<zone>/log``."""
+    return out / zone / LOG_DIR

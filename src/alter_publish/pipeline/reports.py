@@ -7,13 +7,13 @@ from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from alter_publish.definition.logspec import LogSpec
 from alter_publish.pipeline.paths import ds_path, output_paths
-from alter_publish.verify.proof import (
-    ProofReport,
-)
+
+if TYPE_CHECKING:  # a type only: a run that changes nothing need not load the prover
+    from alter_publish.verify.proof import ProofReport
 
 #: Why a run changes a zone's outputs (``Change.reason``): per handle, then for the zone.
 HANDLE_CHANGE_REASONS = (

@@ -20,10 +20,8 @@ from alter_publish.fileio import exclusive
 from alter_publish.keys.store import KeyStore
 from alter_publish.parallel import NoProgress, Progress
 from alter_publish.pipeline.clock import serial_warning
-from alter_publish.pipeline.commit import sweep_leftovers
 from alter_publish.pipeline.context import RunContext, ZoneRun, ZoneStart
-from alter_publish.pipeline.full import full
-from alter_publish.pipeline.patch import patched
+from alter_publish.pipeline.leftovers import sweep_leftovers
 from alter_publish.pipeline.paths import default_templates_dir
 from alter_publish.pipeline.reports import SignReport
 from alter_publish.pipeline.unchanged import unchanged
@@ -106,7 +104,13 @@ def _strategy(ctx: RunContext, definition: Path) -> ZoneRun:
         KeyStoreError: a changed handle's key is missing or unusable.
     """
     start = ZoneStart.read(ctx, definition)
-    return unchanged(ctx, start) or patched(ctx, start) or full(ctx, start)
+    if found := unchanged(ctx, start):
+        return found
+    # Imported here: a run that changes nothing never loads the signing pipeline.
+    from alter_publish.pipeline.full import full
+    from alter_publish.pipeline.patch import patched
+
+    return patched(ctx, start) or full(ctx, start)
 
 
 def _refuse_twice(runs: Sequence[ZoneRun]) -> None:

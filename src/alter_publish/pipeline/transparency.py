@@ -31,20 +31,8 @@ from alter_publish.keys.logkey import LogKeyStore, log_origin
 from alter_publish.keys.store import KeyStore
 from alter_publish.pipeline.chain import EnvelopeChain
 from alter_publish.pipeline.context import RunContext
+from alter_publish.pipeline.paths import CHECKPOINT_FILE, checkpoints_path_for, log_dir
 from alter_publish.pipeline.render import SignedHandle
-
-LOG_DIR = "log"
-CHECKPOINT_FILE = "checkpoint"
-
-
-def checkpoints_path_for(definition: Path) -> Path:
-    """The checkpoint history beside a definition: ``zones/<zone>.checkpoints``."""
-    return definition.with_suffix(".checkpoints")
-
-
-def log_dir(out: Path, zone: str) -> Path:
-    """Where the zone's tiles are written: ``<out>/<zone>/log``."""
-    return out / zone / LOG_DIR
 
 
 @dataclass(frozen=True, slots=True)

@@ -7,7 +7,7 @@ from dataclasses import dataclass
 
 from alter_publish.definition.logspec import LogSpec
 from alter_publish.pipeline.context import ProvenRun, RunContext, ZoneStart
-from alter_publish.pipeline.memory import fingerprint_inputs
+from alter_publish.pipeline.fingerprint import fingerprint_inputs
 from alter_publish.pipeline.reports import ZoneResult, zone_result
 
 

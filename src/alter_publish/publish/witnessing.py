@@ -23,8 +23,8 @@ from pathlib import Path
 
 from alter_publish.errors import UsageError, VerificationError
 from alter_publish.format.note import Note
+from alter_publish.pipeline.paths import CHECKPOINT_FILE, log_dir
 from alter_publish.pipeline.reports import SignReport
-from alter_publish.pipeline.transparency import CHECKPOINT_FILE, log_dir
 from alter_publish.publish.cosign import WITNESS_TIMEOUT_SECONDS, WitnessOutcome, cosign_checkpoint
 from alter_publish.verify.logaudit import load_policy
 

@@ -1,0 +1,60 @@
+"""A command loads what it runs, not the whole tool: ``sign`` when nothing changed does
+not load the signing pipeline, the template engine or the prover, and one command's
+``--help`` does not load the others' modules (each costs start-up time on every run)."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+from pathlib import Path
+
+from tests.cli.workspace import CLI_TIMEOUT_SECONDS, Workspace, simulated
+
+#: Runs the CLI, then writes the modules it loaded to the file named by argv[1].
+_RUN_AND_LIST = """\
+import atexit, json, sys
+listing = sys.argv.pop(1)
+atexit.register(lambda: open(listing, "w").write(json.dumps(sorted(sys.modules))))
+from alter_publish.cli import main
+main()
+"""
+
+
+def _modules(workspace: Workspace, listing: Path, *args: str) -> set[str]:
+    done = subprocess.run(
+        [sys.executable, "-c", _RUN_AND_LIST, str(listing), *args],
+        cwd=workspace.root,
+        capture_output=True,
+        text=True,
+        timeout=CLI_TIMEOUT_SECONDS,
+        check=False,
+    )
+    assert done.returncode == 0, done.stderr
+    return set(json.loads(listing.read_text()))
+
+
+def test_a_sign_that_changes_nothing_loads_no_signing_pipeline(
+    workspace: Workspace, tmp_path: Path
+) -> None:
+    first = workspace.run("sign", "--json", *simulated())
+    assert first.returncode == 0, first.describe()
+    loaded = _modules(workspace, tmp_path / "modules.json", "sign", "--json", *simulated())
+    assert "alter_publish.pipeline.unchanged" in loaded
+    heavy = {
+        "alter_publish.pipeline.patch",
+        "alter_publish.pipeline.full",
+        "alter_publish.verify.proof",
+        "alter_publish.publish.witnessing",
+        "jinja2",
+    }
+    assert not heavy & loaded, sorted(heavy & loaded)
+
+
+def test_one_commands_help_loads_no_other_commands_module(
+    workspace: Workspace, tmp_path: Path
+) -> None:
+    loaded = _modules(workspace, tmp_path / "modules.json", "sign", "--help")
+    assert "alter_publish.cli.sign" in loaded
+    others = {"alter_publish.cli.publish", "alter_publish.cli.open_uri", "alter_publish.cli.log"}
+    assert not others & loaded, sorted(others & loaded)
