@@ -21,9 +21,11 @@ from alter_publish.errors import AlterError, RenderError
 class FileSpan:
     """Bytes ``start:start + len(view)`` of an open file nothing rewrites while a run holds
     it (a mapped output generation: :mod:`alter_publish.mapped`). The writers here have
-    the kernel copy them (``copy_file_range``: no pass through this process, and a clone
-    of the extents where the filesystem shares them); ``view`` is the same bytes, for
-    whoever reads them (hashing, comparing)."""
+    the kernel copy spans of :data:`KERNEL_COPY_MIN_OCTETS` or more (``copy_file_range``:
+    no pass through this process; a filesystem that shares extents clones the ranges
+    whose offsets line up on its blocks, in practice what comes before the first edit
+    that changes the length); ``view`` is the same bytes, for whoever reads them
+    (hashing, comparing, a short span written)."""
 
     fd: int
     start: int
@@ -38,8 +40,11 @@ Chunk = bytes | memoryview | FileSpan
 
 #: ``copy_file_range`` cannot copy between these files here: the bytes are written instead.
 _NO_KERNEL_COPY = frozenset(
-    {errno.EXDEV, errno.EINVAL, errno.ENOSYS, errno.EOPNOTSUPP, errno.ETXTBSY, errno.EBADF}
+    {errno.EXDEV, errno.EINVAL, errno.ENOSYS, errno.EOPNOTSUPP, errno.ETXTBSY}
 )
+#: A shorter span is written from its bytes: a flush and a system call per span would
+#: cost more than they save (a renewal day patches tens of thousands of short gaps).
+KERNEL_COPY_MIN_OCTETS = 64 * 1024
 
 
 def buffer_of(chunk: Chunk) -> bytes | memoryview:
@@ -51,6 +56,9 @@ def _write_chunk(handle: BinaryIO, chunk: Chunk) -> None:
     """Write ``chunk`` at ``handle``'s position: a span copied by the kernel when it can."""
     if not isinstance(chunk, FileSpan):
         handle.write(chunk)
+        return
+    if len(chunk.view) < KERNEL_COPY_MIN_OCTETS or chunk.fd < 0:
+        handle.write(chunk.view)
         return
     handle.flush()  # the span goes after what is buffered
     copied = _copy_span(chunk, handle.fileno())

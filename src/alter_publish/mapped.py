@@ -70,7 +70,7 @@ class MappedFile(mmap.mmap):
 #: A file's bytes, read or mapped.
 Bytes = bytes | MappedFile
 
-#: At most this many mappings live at once in a process (each holds a descriptor).
+#: At most this many mappings live at once in a process (each holds two descriptors).
 MAX_LIVE_MAPPINGS = 32
 
 _live: weakref.WeakSet[MappedFile] = weakref.WeakSet()

@@ -58,3 +58,20 @@ def test_one_commands_help_loads_no_other_commands_module(
     assert "alter_publish.cli.sign" in loaded
     others = {"alter_publish.cli.publish", "alter_publish.cli.open_uri", "alter_publish.cli.log"}
     assert not others & loaded, sorted(others & loaded)
+
+
+def test_help_before_a_command_is_the_whole_tools_help(workspace: Workspace) -> None:
+    # The help asked for before a command name lists every command, as ``--help`` does.
+    whole = workspace.run("--help")
+    assert whole.returncode == 0, whole.describe()
+    for args in (("--help", "sign"), ("-h", "log")):
+        first = workspace.run(*args)
+        assert first.returncode == 0, first.describe()
+        assert first.stdout == whole.stdout
+
+
+def test_debug_alone_shows_the_help_as_no_arguments_do(workspace: Workspace) -> None:
+    bare, debug = workspace.run(), workspace.run("--debug")
+    assert bare.returncode == debug.returncode == 0, debug.describe()
+    assert debug.stdout == bare.stdout
+    assert "Traceback" not in debug.stderr

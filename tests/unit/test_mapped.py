@@ -13,7 +13,13 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from alter_publish.definition.state import zone_sha256
-from alter_publish.fileio import Chunk, FileSpan, atomic_write_chunks, chunks_differ
+from alter_publish.fileio import (
+    KERNEL_COPY_MIN_OCTETS,
+    Chunk,
+    FileSpan,
+    atomic_write_chunks,
+    chunks_differ,
+)
 from alter_publish.mapped import MAX_LIVE_MAPPINGS, MappedFile, read_mapped
 from alter_publish.pipeline.incremental import apply_edits
 
@@ -110,11 +116,12 @@ def test_a_span_the_kernel_cannot_copy_is_written_from_its_bytes(tmp_path: Path)
     # A pipe is no file copy_file_range reads: the span's bytes are written instead.
     read_end, write_end = os.pipe()
     try:
-        view = memoryview(b"0123456789")
+        data = bytes(range(256)) * 1024
+        assert len(data) - 4 >= KERNEL_COPY_MIN_OCTETS  # long enough to be copied
         target = tmp_path / "out"
-        chunks: list[Chunk] = [b"head ", FileSpan(read_end, 0, view[2:7]), b" tail"]
+        chunks: list[Chunk] = [b"head ", FileSpan(read_end, 0, memoryview(data)[2:-2]), b" tail"]
         assert atomic_write_chunks(target, chunks, compare=False)
-        assert target.read_bytes() == b"head 23456 tail"
+        assert target.read_bytes() == b"head " + data[2:-2] + b" tail"
     finally:
         os.close(read_end)
         os.close(write_end)

@@ -240,15 +240,19 @@ def cli_command(only: str | None = None) -> Any:
     return command
 
 
+#: The names a command line may start with: top-level commands and groups.
+TOP_LEVEL: Final = frozenset(group or name for group, name, _, _ in COMMANDS)
+
+
 def _command_name(args: Sequence[str]) -> str | None:
     """The top-level command or group ``args`` run, when it is one (None: the whole app,
-    for the top-level help, ``--version`` or a name it does not know)."""
+    for the top-level help, even as ``--help sign``, ``--version`` or a name it does not
+    know)."""
     for arg in args:
-        if arg == "--":
+        if arg in ("--", *HELP_SETTINGS["help_option_names"]):
             return None
         if not arg.startswith("-"):
-            known = {group or name for group, name, _, _ in COMMANDS}
-            return arg if arg in known else None
+            return arg if arg in TOP_LEVEL else None
     return None
 
 
@@ -298,7 +302,8 @@ def main(argv: list[str] | None = None) -> None:
 
 
 def _main(argv: list[str] | None) -> None:
-    args, debug = _split_debug((sys.argv[1:] if argv is None else argv) or ["--help"])
+    args, debug = _split_debug(sys.argv[1:] if argv is None else argv)
+    args = args or ["--help"]  # after --debug is taken out: alone, it shows the help too
     command = cli_command(_command_name(args))
     try:
         code = command.main(args=args, prog_name="alter-publish", standalone_mode=False)

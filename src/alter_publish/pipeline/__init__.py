@@ -108,3 +108,8 @@ def __getattr__(name: str) -> object:
     value = getattr(importlib.import_module(module), name)
     globals()[name] = value
     return value
+
+
+def __dir__() -> list[str]:
+    """The public names, loaded or not."""
+    return sorted(__all__)

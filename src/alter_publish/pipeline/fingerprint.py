@@ -106,10 +106,13 @@ def _key_lines(span: tuple[int, int]) -> list[str]:
     try:
         for directory, epoch in handle_keys[span[0] : span[1]]:
             parent, _, name = directory.rpartition("/")
-            if parent not in parents:
-                parents[parent] = _open_directory(parent)
-            if (fd := parents[parent]) is None or not name:
-                name, fd = directory, None
+            fd = None
+            if directory[:1] == "/" and name:  # a whole path (else: stat'ed as it stands)
+                if parent not in parents:
+                    parents[parent] = _open_directory(parent or "/")
+                fd = parents[parent]
+            if fd is None:
+                name = directory
             lines.append(f"{_stat_text(name, fd)} {_stat_text(f'{name}/{epoch}.pem', fd)}")
     finally:
         for fd in parents.values():
@@ -122,7 +125,7 @@ def _open_directory(path: str) -> int | None:
     """A descriptor of directory ``path`` (None: it cannot be opened; paths are then
     resolved whole, and say ``-`` as before where they cannot be stat'ed)."""
     try:
-        return os.open(path or "/", os.O_RDONLY | os.O_DIRECTORY | os.O_CLOEXEC)
+        return os.open(path, os.O_RDONLY | os.O_DIRECTORY | os.O_CLOEXEC)
     except OSError:
         return None
 
