@@ -381,14 +381,17 @@ def plan(
     server: tuple[str, int],
     tsig: TsigKey | None,
     timeout: float = DEFAULT_TIMEOUT_SECONDS,
+    desired: Mapping[str, Records] | None = None,
 ) -> Plan:
-    """What a push to ``server`` would change.
+    """What a push to ``server`` would change (``desired``: the records of ``out`` when
+    already read by :func:`desired_records`).
 
     Raises:
         RenderError: nothing was signed yet (run sign).
         PublishError: the server is not authoritative or does not answer.
     """
-    desired = desired_records(spec, out)
+    if desired is None:
+        desired = desired_records(spec, out)
     served, enumeration = served_records(spec, server, tsig=tsig, timeout=timeout)
     return make_plan(
         spec, desired, served, server=f"{server[0]}:{server[1]}", enumeration=enumeration
@@ -595,12 +598,14 @@ def push(
             "pass --allow-insecure to publish there anyway",
             where=spec.origin,
         )
-    planned = plan(spec, out=out, server=server, tsig=tsig, timeout=timeout)
+    # Read once: the plan after the updates compares the server with what was pushed.
+    desired = desired_records(spec, out)
+    planned = plan(spec, out=out, server=server, tsig=tsig, timeout=timeout, desired=desired)
     check_deletes(planned, max_delete, force=force)
     # Settled before anything changes (a server without address stops here); no wait: none.
     fleet = name_servers(spec, ns) if wait > 0 else ()
     sent = apply(planned, server, tsig, timeout=timeout) if planned.pending else 0
-    after = plan(spec, out=out, server=server, tsig=tsig, timeout=timeout)
+    after = plan(spec, out=out, server=server, tsig=tsig, timeout=timeout, desired=desired)
     if after.pending:
         raise PublishError(
             f"{len(after.changes)} owner name(s) still differ after the push "
