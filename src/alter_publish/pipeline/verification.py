@@ -50,10 +50,11 @@ from alter_publish.verify.zonecheck import ZONE_CHECK_CATEGORY, check_zone
 
 
 def read_expected(
-    envelopes_file: Path, where: Path | None = None
+    envelopes_file: Path, where: Path | None = None, *, only: Collection[str] | None = None
 ) -> dict[str, tuple[Envelope, tuple[str, ...]]]:
     """Handle-ref -> (signed envelope, revocation texts) from ``<zone>.envelopes.json``
-    (named ``where`` in errors: the stable path of a file read from an output set).
+    (named ``where`` in errors: the stable path of a file read from an output set);
+    ``only``: just these handles' entries are parsed (a proof of a few handles).
 
     Raises:
         RenderError: missing, unreadable or not an envelopes document.
@@ -66,6 +67,7 @@ def read_expected(
                 tuple(str(text) for text in item.get("revocations", ())),
             )
             for item in doc["handles"]
+            if only is None or str(item["handle"]) in only
         }
     except FileNotFoundError as exc:
         raise RenderError(
@@ -78,16 +80,19 @@ def read_expected(
 
 
 def expectations_for(
-    spec: ZoneSpec, envelopes_file: Path, *, where: Path | None = None
+    spec: ZoneSpec, envelopes_file: Path, *, where: Path | None = None, narrowed: bool = False
 ) -> dict[str, Expectation]:
     """Handle-ref -> what ``sign`` signed and proved for it, from the envelopes document
-    (named ``where`` in errors) and the zone's log (each rotated handle's previous key).
+    (named ``where`` in errors) and the zone's log (each rotated handle's previous key);
+    ``narrowed``: ``spec`` holds a few of the zone's handles, and only their entries of
+    the document are read (the others are not checked).
 
     Raises:
         RenderError: the envelopes document or the log is missing or broken.
     """
     index = LogIndex(read_log(log_path_for(spec.path)))
-    expected = read_expected(envelopes_file, where=where)
+    only = {handle.handle.ref for handle in spec.handles} if narrowed else None
+    expected = read_expected(envelopes_file, where=where, only=only)
     return {
         handle_spec.handle.ref: handle_expectation(handle_spec, envelope, revocations, index)
         for handle_spec in spec.handles
@@ -174,7 +179,10 @@ def verify(
             anchors = given
         elif spec.dnssec.enabled and not allow_insecure:
             anchors = read_trust_anchors(read[2], where=ds_path(out, spec.origin))
-        expectations = expectations_for(spec, read[1], where=envelopes_file)
+        narrowed = server is not None and owners is not None
+        if narrowed:  # only the handles at ``owners`` are proven
+            spec = _at_owners(spec, owners or ())
+        expectations = expectations_for(spec, read[1], where=envelopes_file, narrowed=narrowed)
         if server is None:
             zone = read_zone_file(read[0], spec.origin, where=zone_file)
             proof = prove_zone(zone, spec, expectations, now=now, anchors=anchors)
@@ -186,7 +194,6 @@ def verify(
                 _check_log(zone, spec, out, log_keys)
         else:
             check_answers(server, spec.origin, now=now)
-            spec = spec if owners is None else _at_owners(spec, owners)
             proofs.append(
                 prove_served(
                     server,
