@@ -137,6 +137,7 @@ def verify(
     owners: Collection[str] | None = None,
     log_keys: LogKeyStore | None = None,
     log_record: bool = False,
+    specs: Sequence[ZoneSpec] | None = None,
 ) -> VerifyReport:
     """Prove already-rendered output: serve ``<out>/<zone>.zone`` and verify every handle.
 
@@ -157,6 +158,7 @@ def verify(
     trust to them is proven as for every handle. ``log_keys``: the log too (``_check_log``).
     ``log_record`` (with ``server``: ``push``): the ``_alter-log`` record too, validated
     like the handles, as the log-signed note of ``<out>/<zone>/log/checkpoint``.
+    ``specs``: ``zone_files`` as the caller loaded them, in order (``push``: parsed once).
 
     Raises:
         DefinitionError: a zone definition is wrong.
@@ -169,18 +171,14 @@ def verify(
     proofs: list[ProofReport] = []
     warnings: list[str] = []
     given = read_trust_anchors(trust_anchors) if trust_anchors else None
-    for path in zone_files:
-        spec = load_zone(path)
+    loaded: Sequence[ZoneSpec | None] = [None] * len(zone_files) if specs is None else specs
+    for path, known in zip(zone_files, loaded, strict=True):
+        spec = known or load_zone(path)
         warnings.extend(spec.warnings())
         zone_file, envelopes_file = output_paths(out, spec.origin)  # named in messages
         read = current_outputs(out, spec.origin)  # read: one set, however sign switches it
-        anchors: tuple[TrustAnchor, ...] = ()
-        if given is not None:
-            anchors = given
-        elif spec.dnssec.enabled and not allow_insecure:
-            anchors = read_trust_anchors(read[2], where=ds_path(out, spec.origin))
-        narrowed = server is not None and owners is not None
-        if narrowed:  # only the handles at ``owners`` are proven
+        anchors = given if given is not None else _own_anchors(spec, out, read[2], allow_insecure)
+        if narrowed := server is not None and owners is not None:  # those handles only
             spec = _at_owners(spec, owners or ())
         expectations = expectations_for(spec, read[1], where=envelopes_file, narrowed=narrowed)
         if server is None:
@@ -207,6 +205,20 @@ def verify(
                 )
             )
     return VerifyReport(proofs=tuple(proofs), warnings=tuple(warnings))
+
+
+def _own_anchors(
+    spec: ZoneSpec, out: Path, ds_file: Path, allow_insecure: bool
+) -> tuple[TrustAnchor, ...]:
+    """The anchors of a zone proven without ``--trust-anchor``: the DS ``sign`` wrote
+    (``ds_file``, read from the current output set) for a signed zone; none otherwise.
+
+    Raises:
+        UsageError: the DS file is missing or not DS records.
+    """
+    if spec.dnssec.enabled and not allow_insecure:
+        return read_trust_anchors(ds_file, where=ds_path(out, spec.origin))
+    return ()
 
 
 def _at_owners(spec: ZoneSpec, owners: Collection[str]) -> ZoneSpec:

@@ -630,6 +630,7 @@ def push(
             allow_insecure=allow_insecure,
             owners=owners,
             log_record=True,
+            specs=(spec,),
         )
 
     proof = prove(server, changed)
