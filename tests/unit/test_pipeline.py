@@ -15,6 +15,7 @@ import pytest
 from alter_publish.definition.model import load_zone
 from alter_publish.definition.state import SerialState, state_path_for
 from alter_publish.dns.zonetext import parse_zone_text
+from alter_publish.errors import RenderError
 from alter_publish.format.ed25519 import SigningKey
 from alter_publish.format.identitylog import log_path_for, read_log
 from alter_publish.keys.lifecycle import LogIndex
@@ -29,6 +30,7 @@ from alter_publish.pipeline.patch import Patched, patched
 from alter_publish.pipeline.plan import plan_zone
 from alter_publish.pipeline.reports import Stopwatch
 from alter_publish.pipeline.unchanged import Unchanged, unchanged
+from alter_publish.pipeline.verification import expectations_for, read_expected
 from tests.conftest import NOW, Workspace
 
 ZONE = "example.com"
@@ -300,3 +302,25 @@ def test_key_loaders_decide_as_the_chain_would(workspace: Workspace) -> None:
     reason, detail, renewal = decide(spec, item, key, index, NOW + 31 * DAY) or ("", "", False)
     assert (reason, renewal) == ("renewal-due", True)
     assert detail.startswith("expired ")
+
+
+def test_a_narrowed_proof_reads_only_its_handles_entries(workspace: Workspace) -> None:
+    # push proves the handles it changed: only their envelopes are parsed (at 100,000
+    # handles, parsing every one took seconds); a full read still reports a broken one.
+    ws = _signed(workspace)
+    spec = load_zone(ws.zone_file)
+    _, envelopes = output_paths(ws.out, ZONE)
+    document = json.loads(envelopes.read_text())
+    first, *others = document["handles"]
+    assert others
+    others[0]["text"] = "v=alter1; broken"
+    broken = ws.root / "broken.envelopes.json"
+    broken.write_text(json.dumps(document))
+    wanted = dataclasses.replace(
+        spec, handles=tuple(h for h in spec.handles if h.handle.ref == first["handle"])
+    )
+    found = expectations_for(wanted, broken, narrowed=True)
+    assert list(found) == [first["handle"]]
+    assert list(read_expected(broken, only={first["handle"]})) == [first["handle"]]
+    with pytest.raises(RenderError, match="not an envelopes document"):
+        expectations_for(wanted, broken)

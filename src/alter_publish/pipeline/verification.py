@@ -173,7 +173,7 @@ def verify(
     given = read_trust_anchors(trust_anchors) if trust_anchors else None
     loaded: Sequence[ZoneSpec | None] = [None] * len(zone_files) if specs is None else specs
     for path, known in zip(zone_files, loaded, strict=True):
-        spec = known or load_zone(path)
+        spec = load_zone(path) if known is None else known
         warnings.extend(spec.warnings())
         zone_file, envelopes_file = output_paths(out, spec.origin)  # named in messages
         read = current_outputs(out, spec.origin)  # read: one set, however sign switches it
