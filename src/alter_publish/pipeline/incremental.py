@@ -30,7 +30,7 @@ from pathlib import Path
 from typing import Any, overload
 
 from alter_publish.errors import RenderError
-from alter_publish.fileio import Chunk, FileSpan, atomic_write_bytes
+from alter_publish.fileio import Chunk, atomic_write_bytes
 from alter_publish.mapped import Bytes, MappedFile
 
 MEMO_FORMAT = "alter-publish/memo/2"
@@ -356,28 +356,23 @@ def apply_edits(
     data: bytes | memoryview, edits: Sequence[Edit]
 ) -> Sequence[bytes | memoryview]: ...
 @overload
-def apply_edits(data: Chunk | MappedFile, edits: Sequence[Edit]) -> Sequence[Chunk]: ...
-def apply_edits(data: Chunk | MappedFile, edits: Sequence[Edit]) -> Sequence[Chunk]:
+def apply_edits(
+    data: bytes | memoryview | MappedFile, edits: Sequence[Edit]
+) -> Sequence[Chunk]: ...
+def apply_edits(data: bytes | memoryview | MappedFile, edits: Sequence[Edit]) -> Sequence[Chunk]:
     """``data`` with ``edits`` (ascending, not overlapping) made, as consecutive chunks
     (of a mapped file: spans of it, which the writers have the kernel copy)."""
+    piece = data.span if isinstance(data, MappedFile) else lambda a, b: data[a:b]
     chunks: list[Chunk] = []
     at = 0
     for start, end, new in edits:
         if start < at or end < start:
             raise ValueError("edits overlap or run backwards")
-        chunks.append(_piece(data, at, start))
+        chunks.append(piece(at, start))
         chunks.append(new)
         at = end
-    chunks.append(_piece(data, at, len(data)))
+    chunks.append(piece(at, len(data)))
     return chunks
-
-
-def _piece(data: Chunk | MappedFile, start: int, end: int) -> Chunk:
-    if isinstance(data, MappedFile):
-        return data.span(start, end)
-    if isinstance(data, FileSpan):
-        return FileSpan(data.fd, data.start + start, data.view[start:end])
-    return data[start:end]
 
 
 def placed(edits: Sequence[Edit]) -> list[int]:
