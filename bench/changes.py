@@ -7,8 +7,9 @@ keep the very inodes the fingerprint recorded; ``zones/`` copied). Each timed st
 restores that snapshot, makes one change and times one real ``sign --json`` (the CLI,
 as a subprocess, bytecode cached; wall seconds, and the CPU seconds of it and its
 workers, which the machine's other load disturbs less): nothing changed, one handle
-edited, added, removed, renamed, one key rotated, and the daily renewal one day after
-the first sign.
+edited, added, removed, renamed, one key rotated, the daily renewal one day after
+the first sign (``renewal``) and the next day's (``renewal2``: day 1's run, untimed,
+then day 2's, when the first envelopes fall due).
 
     python bench/changes.py --workspace DIR [--handles 100000] [--rounds 2]
                             [--src PATH ...] [--kinds none,edit,...]
@@ -50,7 +51,7 @@ STEP_NOW = NOW + 180
 RENEWAL_NOW = NOW + 86_400 + 3 * 3600
 ROTATED = "user6"
 ADDED, RENAMED = "newcomer", "renamed18"
-KINDS = ("none", "edit", "add", "remove", "rename", "rotate", "renewal")
+KINDS = ("none", "edit", "add", "remove", "rename", "rotate", "renewal", "renewal2")
 
 
 def sign(root: Path, src: Path, now: int, *extra: str) -> tuple[float, float, dict[str, object]]:
@@ -132,6 +133,9 @@ def change(root: Path, kind: str, src: Path) -> tuple[int, tuple[str, ...]]:
         subprocess.run(
             [*argv, "--now", str(NOW + 120), SIMULATED_TIME], cwd=root, env=env, check=True
         )
+    if kind == "renewal2":
+        sign(root, src, RENEWAL_NOW)  # day 1, untimed
+        return RENEWAL_NOW + 86_400, ()
     if kind == "renewal":
         return RENEWAL_NOW, ()
     return STEP_NOW, ("--create-keys",) if kind in ("add", "rename") else ()

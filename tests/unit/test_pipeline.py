@@ -239,6 +239,14 @@ def test_unchanged_returns_none_once_something_falls_due(workspace: Workspace) -
     ws = _signed(workspace)
     ctx = _ctx(ws, now=NOW + 40 * 86400)  # envelopes and RRSIGs due for renewal
     assert unchanged(ctx, ZoneStart.read(ctx, ws.zone_file)) is None
+    assert ctx.digests == {}  # the time alone decided: no input was hashed
+
+
+def test_unchanged_hashes_the_inputs_inside_its_span(workspace: Workspace) -> None:
+    ws = _signed(workspace)
+    ctx = _ctx(ws, now=NOW + MINUTE)
+    assert unchanged(ctx, ZoneStart.read(ctx, ws.zone_file)) is not None
+    assert ctx.digests  # the definition, log and state were compared by content
 
 
 def test_patched_takes_just_the_handle_edited(workspace: Workspace) -> None:

@@ -35,8 +35,8 @@ def unchanged(ctx: RunContext, start: ZoneStart) -> Unchanged | None:
     inside the span of ``now`` its record holds for (see :mod:`fingerprint`); None when
     anything differs (or there is no record)."""
     record = start.record
-    if record is None:
-        return None
+    if record is None or not record.valid_from <= ctx.now < record.valid_until:
+        return None  # the time alone decides: no file is hashed (a renewal run's case)
     inputs = fingerprint_inputs(
         ctx,
         start.definition,
