@@ -8,10 +8,12 @@ from __future__ import annotations
 import dataclasses
 import json
 from pathlib import Path
+from typing import Any
 
 import dns.rdatatype
 import pytest
 
+from alter_publish import parallel
 from alter_publish.definition.model import load_zone
 from alter_publish.definition.state import SerialState, state_path_for
 from alter_publish.dns.zonetext import parse_zone_text
@@ -31,6 +33,7 @@ from alter_publish.pipeline.plan import plan_zone
 from alter_publish.pipeline.reports import Stopwatch
 from alter_publish.pipeline.unchanged import Unchanged, unchanged
 from alter_publish.pipeline.verification import expectations_for, read_expected
+from alter_publish.verify import proof
 from tests.conftest import NOW, Workspace
 
 ZONE = "example.com"
@@ -261,6 +264,30 @@ def test_patched_takes_just_the_handle_edited(workspace: Workspace) -> None:
     result = run.commit(ctx, True)
     assert result.patched == ("~drew",)
     assert "https://example.com/d" in ws.rendered.read_text()
+
+
+def test_a_patch_proves_on_forked_workers(
+    workspace: Workspace, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # A patch's process is small: its proof forks its workers (milliseconds) instead of
+    # starting fresh interpreters (half a second each), or proving on one core.
+    ws = _signed(workspace)
+    _edit_drew(ws)
+    made: list[tuple[int, bool]] = []
+
+    class Recorded(parallel.Workers):
+        def __init__(self, jobs: int, shared: object = None, **options: Any) -> None:
+            made.append((jobs, bool(options.get("fresh"))))
+            super().__init__(jobs, shared, **options)
+
+    monkeypatch.setattr(parallel, "PARALLEL_MIN_ITEMS", 1)  # forks even for a few handles
+    monkeypatch.setattr(proof, "Workers", Recorded)
+    ctx = dataclasses.replace(_ctx(ws, now=NOW + MINUTE), jobs=2)
+    run = patched(ctx, ZoneStart.read(ctx, ws.zone_file))
+    assert isinstance(run, Patched)
+    assert run.proven
+    assert made == [(2, False)]
+    assert run.commit(ctx, True).patched == ("~drew",)
 
 
 def test_patched_declines_without_a_proof_or_when_nothing_changed(workspace: Workspace) -> None:

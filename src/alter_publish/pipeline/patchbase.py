@@ -243,6 +243,8 @@ def prove_patch(
         expectations,
         now=ctx.now,
         anchors=anchors,
+        jobs=ctx.jobs,
+        fresh=False,
         probe=False,
         absent=tuple(parse_handle(base.memo.refs[old]) for old in base.removed),
         checkpoint=checkpoint,
