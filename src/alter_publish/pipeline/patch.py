@@ -25,7 +25,6 @@ from alter_publish.dns.records import HandleRecord, Labels, RRs, from_zone, labe
 from alter_publish.dns.zonetext import parse_zone_text
 from alter_publish.errors import RenderError
 from alter_publish.fileio import Chunk
-from alter_publish.format.ed25519 import SigningKey
 from alter_publish.format.handles import parse_handle
 from alter_publish.format.identitylog import (
     MerkleTree,
@@ -44,9 +43,8 @@ from alter_publish.mapped import Bytes, MappedFile, read_mapped
 from alter_publish.pipeline.build import dnssec_fingerprint, zone_changes
 from alter_publish.pipeline.chain import (
     EnvelopeChain,
-    LoadedKey,
-    current_material,
     handle_expectations,
+    run_chain,
 )
 from alter_publish.pipeline.commit import Chunks, Writes, commit
 from alter_publish.pipeline.context import ProvenRun, RunContext, ZoneStart
@@ -123,12 +121,7 @@ def _chain(ctx: RunContext, base: PatchBase) -> _Chained | None:
     if tree.size != raw_log.count(b"\n") or b"\r" in raw_log:
         return None  # a log not as this tool writes it: the full run reads it line by line
     chain = EnvelopeChain(spec, ctx.keys, ctx.now, index, revocations, tree)
-    for handle_spec in spec.handles:
-        epoch, seed, commitment = current_material(
-            spec, handle_spec, ctx.keys, index, create=ctx.create_keys
-        )
-        public = SigningKey.from_seed(seed).public
-        chain.add(handle_spec, LoadedKey(handle_spec.handle, epoch, public, commitment, seed))
+    run_chain(ctx, chain, log)  # keys loaded by workers when there are many (renewals)
     return _Chained(log_path, raw_log, chain, handle_expectations(chain.signed, index))
 
 
