@@ -19,6 +19,7 @@ from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PrivateKey
 from alter_publish.definition.model import DNSSECSpec
 from alter_publish.dns.dnssec import (
     INCEPTION_BACKDATE_SECONDS,
+    OwnerWindows,
     SignatureWindow,
     choose_window,
     ds_records,
@@ -235,6 +236,21 @@ def test_a_day_renews_one_slot_of_owners() -> None:
         before = after
     assert sum(renewed_per_day) == len(SPREAD_OWNERS)
     assert all(150 < count < 300 for count in renewed_per_day), renewed_per_day
+
+
+@pytest.mark.parametrize(
+    ("validity", "refresh"),
+    [(14 * 86400, 5 * 86400), (2 * 86400, 86400), (30 * 86400, 86400), (86400 + 7, 3600)],
+)
+@pytest.mark.parametrize("later", [0, 86399, 86400, 5 * 86400 + 1])
+def test_owner_windows_are_owner_window(validity: int, refresh: int, later: int) -> None:
+    """The per-slot table a signing uses gives each owner the window it is defined by."""
+    spec = DNSSECSpec(signature_validity=validity, refresh=refresh)
+    zone = choose_window(NOW + later, spec)
+    windows = OwnerWindows(zone, spec)
+    found = [windows(owner) for owner in SPREAD_OWNERS[:300]]
+    assert found == [owner_window(owner, zone, spec) for owner in SPREAD_OWNERS[:300]]
+    assert len(set(found)) == min(windows.slots, 300)
 
 
 def test_zone_window_holds_for_a_day() -> None:

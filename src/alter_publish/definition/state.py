@@ -68,10 +68,15 @@ class SignatureWindow:
         """The window of one owner's RRSIGs at ``now``: its slot's (see docs/dnssec.md,
         'Spread renewals'). Windows start on the owner's slot every ``slots`` slots, so
         one is due (within ``refresh`` of expiring) exactly when the next starts."""
+        slots, _ = renewal_slots(validity - refresh)
+        return cls.for_slot(renewal_slot(name, slots), now, validity, refresh)
+
+    @classmethod
+    def for_slot(cls, slot: int, now: int, validity: int, refresh: int) -> SignatureWindow:
+        """The window at ``now`` of the owners in ``slot`` (:meth:`for_owner`)."""
         slots, length = renewal_slots(validity - refresh)
         cycle = slots * length
-        offset = renewal_slot(name, slots) * length
-        return cls.fresh(now - (now - offset) % cycle, validity)
+        return cls.fresh(now - (now - slot * length) % cycle, validity)
 
     def renews_at(self, spec: DNSSECSpec) -> int:
         """When, after a zone window (:meth:`newest`), the next slot starts: some

@@ -26,7 +26,7 @@ import dns.rdatatype
 from alter_publish.definition.model import DNSSECSpec
 from alter_publish.definition.state import SignatureWindow, renewal_slots
 from alter_publish.dns.chainpatch import Block, SignedSection, owner_labels, type_text
-from alter_publish.dns.dnssec import owner_window
+from alter_publish.dns.dnssec import OwnerWindows
 from alter_publish.dns.records import RRs
 from alter_publish.dns.zonelines import rdata_wire
 
@@ -106,12 +106,13 @@ def due_owners(
         ValueError: an owner found is not in the slot its times say, or not as written.
     """
     data = section.data
+    windows = OwnerWindows(window, spec)
     for times, new in old_windows(previous, window, spec).items():
         at = data.find(times, section.start, section.end)
         while at >= 0:
             line = max(data.rfind(b"\n", section.start, at) + 1, section.start)
             block = _block_around(section, line)
-            if owner_window(block.labels, window, spec) != new:
+            if windows(block.labels) != new:
                 raise ValueError("an RRSIG not in its owner's slot")
             text = data[block.start : block.end]
             covered = tuple(
