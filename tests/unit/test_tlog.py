@@ -23,6 +23,7 @@ from alter_publish.format.note import (
 from alter_publish.format.tiles import (
     ENTRIES,
     FEW_PROOFS,
+    PROOFS_PER_TILE_PATH,
     Tile,
     TreeHashes,
     decode_entries,
@@ -310,3 +311,19 @@ def test_tree_inclusion_proofs_match_the_reference_before_and_after_the_switch(
     pairs = (pairs * (FEW_PROOFS // len(pairs) + 2))[: FEW_PROOFS + 40]
     for index, size in pairs:
         assert tree.inclusion_proof(index, size) == inclusion_proof(tree.subtree, index, size)
+
+
+def test_a_days_renewals_take_their_paths_from_the_tiles() -> None:
+    """Proofs of the newest entries (a day's renewals) up to one per PROOFS_PER_TILE_PATH
+    entries of the tree come from the tiles (their paths are shared), the rest from every
+    level: the same hashes as the reference either way."""
+    count = 4096
+    tree = TreeHashes.of_entries(_entries(count))
+    few = count // PROOFS_PER_TILE_PATH
+    assert few > FEW_PROOFS
+    for index in range(count - few, count):
+        assert tree.inclusion_proof(index, count) == inclusion_proof(tree.subtree, index, count)
+    assert tree._levels is None
+    for index in range(0, count, 7):
+        assert tree.inclusion_proof(index, count) == inclusion_proof(tree.subtree, index, count)
+    assert tree._levels is not None

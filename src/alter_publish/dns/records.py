@@ -100,9 +100,13 @@ def labels_of(text: str, *, lower: bool = True) -> Labels:
     return tuple(label.lower() for label in labels) if lower else labels
 
 
+#: The length octet of each label length (a name's wire form is made for every owner).
+_LENGTH_OCTETS = tuple(bytes((length,)) for length in range(256))
+
+
 def name_wire(labels: Labels) -> bytes:
     """Uncompressed wire form of a name given as labels (root last)."""
-    return b"".join(bytes((len(label),)) + label for label in labels)
+    return b"".join([_LENGTH_OCTETS[len(label)] + label for label in labels])
 
 
 def name_text(labels: Labels) -> str:

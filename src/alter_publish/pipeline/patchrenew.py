@@ -52,13 +52,14 @@ def renewal(
     handles = {start: old for old, start in enumerate(memo.blocks[::2])}
     changed = {base.olds[index] for index in base.changed}
     removed = set(base.removed)
+    signed_anyway = changed | removed  # once: a day's renewals are thousands of handles
     owners = list(due_owners(section, previous, window, base.spec.dnssec))
     wanted = [
         handles[due.block.start]
         for due in owners
         if _TXT_TYPE in due.covered
         and due.block.start in handles
-        and handles[due.block.start] not in changed | removed
+        and handles[due.block.start] not in signed_anyway
     ]
     data = section.data
     segments = "".join(data[memo.segments[old] : memo.segments[old + 1]].decode() for old in wanted)
