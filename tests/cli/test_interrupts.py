@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import base64
 import contextlib
+import gc
 import os
 import shutil
 import signal
@@ -347,3 +348,18 @@ def test_main_in_process_leaves_the_callers_signal_handlers() -> None:
     with pytest.raises(SystemExit):
         main(["--version"])
     assert {signum: signal.getsignal(signum) for signum in before} == before
+
+
+def test_main_runs_with_the_commands_gc_thresholds_and_restores_the_callers(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """A command's millions of long-lived objects are not walked every 700 allocations;
+    an embedder's thresholds are theirs again afterwards."""
+    from alter_publish.cli import app, main
+
+    seen: list[tuple[int, ...]] = []
+    monkeypatch.setattr(app, "_main", lambda argv: seen.append(gc.get_threshold()))
+    before = gc.get_threshold()
+    main(["--version"])
+    assert seen == [app.GC_THRESHOLDS]
+    assert gc.get_threshold() == before != app.GC_THRESHOLDS

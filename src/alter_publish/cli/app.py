@@ -7,6 +7,7 @@ module of its topic and is listed here, in the order ``--help`` shows it.
 
 from __future__ import annotations
 
+import gc
 import importlib
 import signal
 import sys
@@ -286,13 +287,23 @@ def _terminate(signum: int, frame: FrameType | None) -> None:
     raise KeyboardInterrupt
 
 
+#: The garbage collector's thresholds for a command (Python's are 700, 10, 10). A run
+#: builds millions of objects that live to its end; with the defaults the collector
+#: walked them again and again: 0.3-0.8 s of a daily renewal at 100,000 handles, and
+#: more of a full sign. Cycles are still collected, every 100,000 allocations.
+GC_THRESHOLDS = (100_000, 50, 10)
+
+
 def main(argv: list[str] | None = None) -> None:
     """Entry point: run the app and map every error to one line and an exit code."""
     previous = {signum: signal.getsignal(signum) for signum in (signal.SIGINT, signal.SIGTERM)}
     signal.signal(signal.SIGTERM, _terminate)
+    thresholds = gc.get_threshold()
+    gc.set_threshold(*GC_THRESHOLDS)
     try:
         _main(argv)
     finally:
+        gc.set_threshold(*thresholds)  # called in-process: the caller's, as they were
         for signum, handler in previous.items():
             # The process's own entry point: the outcome is decided, and a signal during
             # the interpreter's exit would only print an "Exception ignored" traceback.
