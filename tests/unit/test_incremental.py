@@ -3,9 +3,12 @@ entries, the memo, and edits to byte strings."""
 
 from __future__ import annotations
 
+import bisect
 from pathlib import Path
 
 import pytest
+from hypothesis import given
+from hypothesis import strategies as st
 
 from alter_publish.definition.loader import load_yaml_text
 from alter_publish.format.identitylog import (
@@ -15,7 +18,15 @@ from alter_publish.format.identitylog import (
     read_log,
     read_owner_entries,
 )
-from alter_publish.pipeline.incremental import Memo, apply_edits, shift, split_entries
+from alter_publish.pipeline.incremental import (
+    Edit,
+    Memo,
+    apply_edits,
+    next_olds,
+    respliced,
+    shift,
+    split_entries,
+)
 
 LAYOUTS = {
     "plain": "zone: a.example\nhandles:\n  - ~a\n  - ~b\n  - ~c\n",
@@ -80,6 +91,58 @@ def test_edits_and_shifted_offsets() -> None:
     assert b"".join(apply_edits(memoryview(data), [])) == data
     with pytest.raises(ValueError, match="overlap"):
         apply_edits(data, [(3, 5, b""), (4, 6, b"")])
+
+
+def _shift_one_by_one(offsets: list[int], edits: list[Edit]) -> list[int]:
+    """The reference :func:`shift` mirrors: each offset looked up in Python."""
+    ends = [end for _, end, _ in edits]
+    totals = [0]
+    for start, end, new in edits:
+        totals.append(totals[-1] + len(new) - (end - start))
+    return [offset + totals[bisect.bisect_right(ends, offset)] for offset in offsets]
+
+
+@st.composite
+def _edits(draw: st.DrawFn) -> list[Edit]:
+    """Ascending, non-overlapping edits of a 200-byte file."""
+    cuts = sorted(draw(st.lists(st.integers(0, 200), max_size=12)))
+    pairs = list(zip(cuts[::2], cuts[1::2], strict=False))
+    return [(start, end, b"x" * draw(st.integers(0, 9))) for start, end in pairs]
+
+
+@given(offsets=st.lists(st.integers(0, 200)), edits=_edits())
+def test_offsets_shift_as_one_by_one(offsets: list[int], edits: list[Edit]) -> None:
+    assert shift(offsets, edits) == _shift_one_by_one(offsets, edits)
+
+
+@st.composite
+def _alignments(draw: st.DrawFn) -> tuple[list[int | None], list[int]]:
+    """Entries now against a memo's: each kept handle in order, some removed, some added."""
+    count = draw(st.integers(0, 30))
+    kept = [old for old in range(count) if draw(st.booleans())]
+    olds: list[int | None] = []
+    for old in kept:
+        olds += [None] * draw(st.integers(0, 2))
+        olds.append(old)
+    olds += [None] * draw(st.integers(0, 3))
+    return olds, sorted(set(range(count)) - set(kept))
+
+
+@given(alignment=_alignments())
+def test_values_respliced_as_entry_by_entry(alignment: tuple[list[int | None], list[int]]) -> None:
+    olds, removed = alignment
+    count = len([old for old in olds if old is not None]) + len(removed)
+    values = [f"v{old}" for old in range(count)]
+    added = {index: f"new{index}" for index, old in enumerate(olds) if old is None}
+    expected = [values[old] if old is not None else added[i] for i, old in enumerate(olds)]
+    assert respliced(values, removed, added) == expected
+    following, reference = count, {}
+    for index in range(len(olds) - 1, -1, -1):
+        old = olds[index]
+        following = following if old is None else old
+        reference[index] = following
+    asked = [index for index in range(len(olds)) if olds[index] is None or index % 3 == 0]
+    assert next_olds(olds, count, asked) == {index: reference[index] for index in asked}
 
 
 def _memo(**changes: object) -> Memo:

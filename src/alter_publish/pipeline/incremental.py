@@ -22,18 +22,21 @@ import base64
 import bisect
 import itertools
 import json
+import operator
 import re
 import sys
-from collections.abc import Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, overload
+from typing import Any, TypeVar, overload
 
 from alter_publish.errors import RenderError
 from alter_publish.fileio import Chunk, atomic_write_bytes
 from alter_publish.mapped import Bytes, MappedFile
 
 MEMO_FORMAT = "alter-publish/memo/2"
+
+T = TypeVar("T")
 
 #: Above this share of changed handles a full run is as quick and simpler.
 PATCH_MAX_SHARE = 0.05
@@ -332,16 +335,17 @@ def align_entries(
     return Alignment(olds, signed)
 
 
-def next_olds(olds: Sequence[int | None], count: int) -> list[int]:
-    """Per entry now, the memo's index of the first entry at or after it that continues
-    one of the memo's (``count`` past the last): where an added entry's lines go."""
-    found = [count] * len(olds)
-    following = count
-    for index in range(len(olds) - 1, -1, -1):
-        old = olds[index]
-        if old is not None:
-            following = old
-        found[index] = following
+def next_olds(olds: Sequence[int | None], count: int, indexes: Iterable[int]) -> dict[int, int]:
+    """For each of ``indexes`` (entries now, which take in every entry without an old
+    one), the memo's index of the first entry at or after it that continues one of the
+    memo's (``count`` past the last): where an added entry's lines go."""
+    found: dict[int, int] = {}
+    for index in sorted(indexes, reverse=True):
+        at = index
+        while at < len(olds) and olds[at] is None and at not in found:
+            at += 1  # only past entries not asked for: none, when asked for every added one
+        old = olds[at] if at < len(olds) else count
+        found[index] = found[at] if old is None else old
     return found
 
 
@@ -387,11 +391,37 @@ def placed(edits: Sequence[Edit]) -> list[int]:
 
 def shift(offsets: Sequence[int], edits: Sequence[Edit]) -> list[int]:
     """Where ``offsets`` stand after ``edits``: each moves by the size change of every
-    edit that ends at or before it (an edit's own start stays put)."""
+    edit that ends at or before it (an edit's own start stays put). In any order; the
+    work per offset is done by C loops (``map``), 100,000 offsets in a few ms."""
     ends = [end for _, end, _ in edits]
-    totals = [0]
-    for start, end, new in edits:
-        totals.append(totals[-1] + len(new) - (end - start))
-    if totals[-1] == 0 and all(total == 0 for total in totals):
+    totals = list(itertools.accumulate((len(new) - (end - start) for start, end, new in edits)))
+    if not any(totals):
         return list(offsets)
-    return [offset + totals[bisect.bisect_right(ends, offset)] for offset in offsets]
+    totals.insert(0, 0)
+    moved = map(totals.__getitem__, map(bisect.bisect_right, itertools.repeat(ends), offsets))
+    return list(map(operator.add, offsets, moved))
+
+
+def respliced(values: Sequence[T], removed: Sequence[int], added: Mapping[int, T]) -> list[T]:
+    """Per-handle ``values`` of the memo's handles as they stand now: the ``removed``
+    (ascending) taken out, each of ``added`` (index now: value) put in. A patch keeps
+    every other handle in order (see ``PatchBase``), so this is
+    ``[values[old] if old is not None else added[index] for index, old in enumerate(olds)]``
+    made of slices: no work per unchanged handle in Python."""
+    kept: list[T] = []
+    at = 0
+    for old in removed:
+        kept += values[at:old]
+        at = old + 1
+    kept += values[at:]
+    if not added:
+        return kept
+    out: list[T] = []
+    taken = 0
+    for index in sorted(added):
+        count = index - len(out)
+        out += kept[taken : taken + count]
+        taken += count
+        out.append(added[index])
+    out += kept[taken:]
+    return out

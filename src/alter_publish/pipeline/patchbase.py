@@ -75,6 +75,13 @@ class PatchBase:
         """Entry ``index`` (now) continues one of the memo's handles."""
         return self.olds[index] is not None
 
+    @property
+    def added(self) -> tuple[int, ...]:
+        """The entries (now) that continue none of the memo's handles, ascending. Every
+        other entry continues one, in the memo's order, and the memo's handles not
+        continued are ``removed`` (:func:`~.incremental.respliced` rests on this)."""
+        return tuple(index for index in self.changed if self.olds[index] is None)
+
 
 def renewable(previous: SignatureWindow | None, window: SignatureWindow, spec: DNSSECSpec) -> bool:
     """The zone window moved from ``previous`` to ``window`` within one renewal cycle
