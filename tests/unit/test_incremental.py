@@ -3,9 +3,13 @@ entries, the memo, and edits to byte strings."""
 
 from __future__ import annotations
 
+import bisect
+import itertools
 from pathlib import Path
 
 import pytest
+from hypothesis import given
+from hypothesis import strategies as st
 
 from alter_publish.definition.loader import load_yaml_text
 from alter_publish.format.identitylog import (
@@ -15,7 +19,17 @@ from alter_publish.format.identitylog import (
     read_log,
     read_owner_entries,
 )
-from alter_publish.pipeline.incremental import Memo, apply_edits, shift, split_entries
+from alter_publish.pipeline.incremental import (
+    Alignment,
+    Edit,
+    Memo,
+    align_entries,
+    apply_edits,
+    next_olds,
+    respliced,
+    shift,
+    split_entries,
+)
 
 LAYOUTS = {
     "plain": "zone: a.example\nhandles:\n  - ~a\n  - ~b\n  - ~c\n",
@@ -32,6 +46,7 @@ LAYOUTS = {
     ),
     "nested list": "handles:\n  - handle: ~a\n    more:\n    - x\n    - y\n  - ~b\n",
     "flow entries": "handles:\n  - {handle: ~a, resolver: 'https://x/?a=1&b=2'}\n  - ~b\n",
+    "key named in a comment": "zone: a.example  # handles: below\nhandles:\n  - ~a\n  - ~b\n",
 }
 
 
@@ -63,6 +78,9 @@ DECLINED = {
     "crlf": "handles:\r\n  - ~a\r\n",
     "two keys": "handles:\n  - ~a\nhandles:\n  - ~b\n",
     "mapping": "handles:\n  a: ~a\n",
+    "no handles key": "zone: a.example\nhandle:\n  - ~a\n",
+    "vertical tab": "handles:\n  - ~a\x0b\n",
+    "line separator": "handles:\n  - ~\u00e9\u2028\n",
 }
 
 
@@ -80,6 +98,90 @@ def test_edits_and_shifted_offsets() -> None:
     assert b"".join(apply_edits(memoryview(data), [])) == data
     with pytest.raises(ValueError, match="overlap"):
         apply_edits(data, [(3, 5, b""), (4, 6, b"")])
+
+
+def _shift_one_by_one(offsets: list[int], edits: list[Edit]) -> list[int]:
+    """The reference :func:`shift` mirrors: each offset looked up in Python."""
+    ends = [end for _, end, _ in edits]
+    totals = [0]
+    for start, end, new in edits:
+        totals.append(totals[-1] + len(new) - (end - start))
+    return [offset + totals[bisect.bisect_right(ends, offset)] for offset in offsets]
+
+
+@st.composite
+def _edits(draw: st.DrawFn) -> list[Edit]:
+    """Ascending, non-overlapping edits of a 200-byte file."""
+    cuts = sorted(draw(st.lists(st.integers(0, 200), max_size=12)))
+    pairs = list(zip(cuts[::2], cuts[1::2], strict=False))
+    return [(start, end, b"x" * draw(st.integers(0, 9))) for start, end in pairs]
+
+
+@given(offsets=st.lists(st.integers(0, 200)), edits=_edits())
+def test_offsets_shift_as_one_by_one(offsets: list[int], edits: list[Edit]) -> None:
+    assert shift(offsets, edits) == _shift_one_by_one(offsets, edits)
+
+
+@st.composite
+def _alignments(draw: st.DrawFn) -> tuple[list[int | None], list[int]]:
+    """Entries now against a memo's: each kept handle in order, some removed, some added."""
+    count = draw(st.integers(0, 30))
+    kept = [old for old in range(count) if draw(st.booleans())]
+    olds: list[int | None] = []
+    for old in kept:
+        olds += [None] * draw(st.integers(0, 2))
+        olds.append(old)
+    olds += [None] * draw(st.integers(0, 3))
+    return olds, sorted(set(range(count)) - set(kept))
+
+
+@given(alignment=_alignments())
+def test_values_respliced_as_entry_by_entry(alignment: tuple[list[int | None], list[int]]) -> None:
+    olds, removed = alignment
+    count = len([old for old in olds if old is not None]) + len(removed)
+    values = [f"v{old}" for old in range(count)]
+    added = {index: f"new{index}" for index, old in enumerate(olds) if old is None}
+    expected = [values[old] if old is not None else added[i] for i, old in enumerate(olds)]
+    assert respliced(values, removed, added) == expected
+    following, reference = count, {}
+    for index in range(len(olds) - 1, -1, -1):
+        old = olds[index]
+        following = following if old is None else old
+        reference[index] = following
+    asked = [index for index in range(len(olds)) if olds[index] is None or index % 3 == 0]
+    assert next_olds(olds, count, asked) == {index: reference[index] for index in asked}
+
+
+def _aligned_one_by_one(
+    old_texts: list[str], old_keys: list[str], texts: list[str], key_lines: list[str]
+) -> Alignment | None:
+    """The reference :func:`align_entries` mirrors: Python loops over the entries."""
+    where: dict[str, int] = {}
+    for index, text in enumerate(old_texts):
+        if where.setdefault(text, index) != index:
+            return None
+    olds = tuple(where.get(text) for text in texts)
+    kept = [old for old in olds if old is not None]
+    if any(a >= b for a, b in itertools.pairwise(kept)):
+        return None
+    signed = tuple(
+        index for index, old in enumerate(olds) if old is None or old_keys[old] != key_lines[old]
+    )
+    return Alignment(olds, signed)
+
+
+@given(
+    old_texts=st.lists(st.sampled_from("abcdefgh"), max_size=8),
+    texts=st.lists(st.sampled_from("abcdefghij"), max_size=9),
+    rotated=st.sets(st.integers(0, 7)),
+)
+def test_entries_align_as_one_by_one(
+    old_texts: list[str], texts: list[str], rotated: set[int]
+) -> None:
+    old_keys = [f"k{index}" for index in range(len(old_texts))]
+    key_lines = [f"k{index}" + ("'" if index in rotated else "") for index in range(len(old_keys))]
+    expected = _aligned_one_by_one(old_texts, old_keys, texts, key_lines)
+    assert align_entries(old_texts, old_keys, texts, key_lines) == expected
 
 
 def _memo(**changes: object) -> Memo:
@@ -138,6 +240,46 @@ def test_a_damaged_memo_reads_as_none(tmp_path: Path, damage: object) -> None:
     path.write_text(damage(path.read_text()))  # type: ignore[operator]
     assert Memo.read(path) is None
     assert Memo.read(tmp_path / "missing.json") is None
+
+
+FITTING = {
+    "segments": (200, 300, 900),
+    "rendered_end": 900,
+    "blocks": (1000, 1100, 1100, 1200),
+    "apex": (900, 1000),
+}
+
+
+@pytest.mark.parametrize(
+    ("changes", "fits"),
+    [
+        ({}, True),
+        ({"blocks": ()}, True),
+        ({"segments": (200, 200, 900)}, False),
+        ({"envelopes": (50, 110, 80)}, False),
+        ({"blocks": (1000, 1000, 1100, 1200)}, False),
+        ({"blocks": (1000, 1100, 1200, 1100)}, False),
+        ({"blocks": (800, 1100, 1100, 1200)}, False),
+        ({"blocks": (1000, 1100, 1100, 1201)}, False),
+        ({"apex": (900, 900)}, False),
+        ({"apex": (899, 1000)}, False),
+    ],
+    ids=[
+        "fits",
+        "unsigned",
+        "segments not ascending",
+        "envelopes not ascending",
+        "empty block",
+        "block backwards",
+        "block in the rendered text",
+        "block past the end",
+        "empty apex",
+        "apex in the rendered text",
+    ],
+)
+def test_a_memo_fits_files_its_offsets_are_inside(changes: dict[str, object], fits: bool) -> None:
+    memo = _memo(**{**FITTING, **changes})
+    assert memo.fits(b"z" * 1200, b"e" * 200, ()) is fits
 
 
 def test_a_merkle_tree_resumes_from_its_frontier() -> None:

@@ -14,9 +14,13 @@ full run.
 
 from __future__ import annotations
 
+import array
+import base64
 import hashlib
 import json
+import operator
 import os
+import sys
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -34,7 +38,7 @@ from alter_publish.version import __version__
 if TYPE_CHECKING:
     from alter_publish.pipeline.context import RunContext
 
-FINGERPRINT_FORMAT = "alter-publish/fingerprint/1"
+FINGERPRINT_FORMAT = "alter-publish/fingerprint/2"
 
 
 def fingerprint_path(out: Path, definition: Path) -> Path:
@@ -151,7 +155,8 @@ class Inputs:
         """SHA-256 over every tracked input and output (``handle_lines``: the
         :func:`handle_key_lines` of ``handle_keys`` when already taken)."""
         lines = handle_key_lines(self.handle_keys) if handle_lines is None else handle_lines
-        keys = json.dumps(self.handle_keys) + "\n" + "\n".join(lines) + "\n"
+        dirs, epochs = split_handle_keys(self.handle_keys)
+        keys = f"{json.dumps(dirs)}\n{epochs}\n" + "\n".join(lines) + "\n"
         if self.definition_text is None:
             definition = _content_line(self.definition, self.digests)
         else:
@@ -182,6 +187,32 @@ class Inputs:
         return sha.hexdigest()
 
 
+def split_handle_keys(handle_keys: Sequence[tuple[str, int]]) -> tuple[list[str], str]:
+    """The handle key directories, and their epochs as base64 of little-endian 64-bit
+    integers: the record's form of ``handle_keys``, made in C loops (100,000 pairs as
+    JSON lists took 0.1 s to write and read back)."""
+    epochs = array.array("q", map(operator.itemgetter(1), handle_keys))
+    if sys.byteorder != "little":
+        epochs.byteswap()
+    return list(map(operator.itemgetter(0), handle_keys)), base64.b64encode(epochs).decode()
+
+
+def joined_handle_keys(dirs: object, epochs: object) -> tuple[tuple[str, int], ...]:
+    """The pairs :func:`split_handle_keys` split.
+
+    Raises:
+        ValueError: not a list of text and as many epochs.
+        TypeError: a directory is not text.
+    """
+    packed = array.array("q", base64.b64decode(str(epochs), validate=True))
+    if sys.byteorder != "little":
+        packed.byteswap()
+    if not isinstance(dirs, list) or len(dirs) != len(packed):
+        raise ValueError("handle keys: not as many directories as epochs")
+    "".join(dirs)  # TypeError unless every one is text (a C loop)
+    return tuple(zip(dirs, packed, strict=True))
+
+
 @dataclass(frozen=True, slots=True)
 class Fingerprint:
     """The record of one proven run: its digest, the span of ``now`` it holds for, and
@@ -208,7 +239,8 @@ class Fingerprint:
             "valid_until": self.valid_until,
             "zone": self.zone,
             "zone_keys_dir": self.zone_keys_dir,
-            "handle_keys": [list(item) for item in self.handle_keys],
+            "handle_dirs": (keys := split_handle_keys(self.handle_keys))[0],
+            "handle_epochs": keys[1],
             "summary": dict(self.summary),
         }
         return json.dumps(doc, separators=(",", ":"), sort_keys=True) + "\n"
@@ -226,7 +258,7 @@ class Fingerprint:
                 valid_until=int(doc["valid_until"]),
                 zone=str(doc["zone"]),
                 zone_keys_dir=str(doc["zone_keys_dir"]),
-                handle_keys=tuple((str(name), int(epoch)) for name, epoch in doc["handle_keys"]),
+                handle_keys=joined_handle_keys(doc["handle_dirs"], doc["handle_epochs"]),
                 summary=dict(doc["summary"]),
             )
         except (OSError, ValueError, KeyError, TypeError):

@@ -20,20 +20,24 @@ from __future__ import annotations
 import array
 import base64
 import bisect
+import functools
 import itertools
 import json
+import operator
 import re
 import sys
-from collections.abc import Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, overload
+from typing import Any, TypeVar, cast, overload
 
 from alter_publish.errors import RenderError
 from alter_publish.fileio import Chunk, atomic_write_bytes
 from alter_publish.mapped import Bytes, MappedFile
 
 MEMO_FORMAT = "alter-publish/memo/2"
+
+T = TypeVar("T")
 
 #: Above this share of changed handles a full run is as quick and simpler.
 PATCH_MAX_SHARE = 0.05
@@ -103,13 +107,15 @@ def split_entries(text: str) -> Entries | None:
         flow list, anchors or aliases among the entries, tabs, unusual line breaks):
         then only a full parse is safe.
     """
-    if _ODD_TEXT.search(text):
+    if _odd_text(text):
         return None
-    keys = _HANDLES_KEY.findall(text)
-    if len(keys) != 1:
+    # A quick count first: the key's pattern, tried at every line of 100,000, is slow.
+    many = text.count("handles:") > 1
+    if many and len(_HANDLES_KEY.findall(text)) != 1:
         return None
     key = _HANDLES_KEY.search(text)
-    assert key is not None  # noqa: S101 (found above)
+    if key is None:
+        return None
     start = key.end() + 1
     first = _FIRST_ENTRY.match(text, start)
     if first is None:
@@ -121,18 +127,27 @@ def split_entries(text: str) -> Entries | None:
     ending = after.search(text, first.start(2) - 1 if first.start(2) else 0)
     end = ending.start() + 1 if ending else len(text)
     block = text[first.start(2) : end]
-    if _ANCHOR_OR_ALIAS.search(block):
+    if ("&" in block or "*" in block) and _ANCHOR_OR_ALIAS.search(block):
         return None
     splitter = re.compile(rf"\n(?={indent}-(?: |$))", re.MULTILINE)
-    texts: list[str] = []
-    offsets: list[int] = []
-    at = first.start(2)
-    for piece in splitter.split(block.removesuffix("\n")):
-        texts.append(piece)
-        offsets.append(at)
-        at += len(piece) + 1
+    texts = splitter.split(block.removesuffix("\n"))
+    # Each entry starts one past the end of the one before (the line break between).
+    lengths = map((1).__add__, map(len, texts[:-1]))
+    offsets = itertools.accumulate(lengths, initial=first.start(2))
     header = text[: key.start()] + "handles: []\n" + text[end:]
     return Entries(header, tuple(texts), tuple(offsets), text)
+
+
+#: The characters of :data:`_ODD_TEXT` in ASCII (looked for one by one in ASCII text:
+#: each ``in`` is a fast search, the pattern a slow one over a large definition).
+_ODD_ASCII = "\r\t\x0b\x0c\x1c\x1d\x1e"
+
+
+def _odd_text(text: str) -> bool:
+    """Whether ``text`` holds a character of :data:`_ODD_TEXT`."""
+    if text.isascii():
+        return any(char in text for char in _ODD_ASCII)
+    return _ODD_TEXT.search(text) is not None
 
 
 # --- the memo --------------------------------------------------------------------------
@@ -233,13 +248,17 @@ class Memo:
             0 <= self.serial_at < segments[0]
             and segments[-1] == self.rendered_end <= len(zone)
             and envelope_starts[-1] < self.envelopes_serial_at < len(envelopes)
-            and all(a < b for a, b in itertools.pairwise(segments))
-            and all(a < b for a, b in itertools.pairwise(envelope_starts))
+            and _ascending(segments)
+            and _ascending(envelope_starts)
         ):
             return False
-        if blocks and not all(
-            self.rendered_end <= start < end <= len(zone)
-            for start, end in (self.apex, *zip(blocks[::2], blocks[1::2], strict=True))
+        # Each block's start before its end, and all of them inside the DNSSEC records.
+        if blocks and not (
+            self.rendered_end <= self.apex[0] < self.apex[1] <= len(zone)
+            and len(blocks) % 2 == 0
+            and all(map(operator.lt, blocks[0::2], blocks[1::2]))
+            and self.rendered_end <= min(blocks)
+            and max(blocks) <= len(zone)
         ):
             return False
         count = len(self.refs)
@@ -268,6 +287,11 @@ class Memo:
             RenderError: it cannot be written.
         """
         atomic_write_bytes(path, self.to_bytes(), error=RenderError)
+
+
+def _ascending(values: Sequence[int]) -> bool:
+    """Whether ``values`` strictly ascend (compared pairwise in a C loop)."""
+    return all(map(operator.lt, values, itertools.islice(values, 1, None)))
 
 
 _PACKED = frozenset({"segments", "blocks", "envelopes", "dues"})
@@ -312,36 +336,43 @@ def align_entries(
 ) -> Alignment | None:
     """Match each entry to the memo's entry of the same text (the header is the same, so
     the same text is the same handle); ``key_lines`` are the old handles' key ``stat``
-    lines now. None when a text repeats or entries moved (then: a full run)."""
+    lines now. None when a text repeats or entries moved (then: a full run).
+
+    Every pass over the entries is a C loop (``map``, ``compress``, ``dict(zip())``): at
+    100,000 entries the Python loops this replaced took 0.1 s of each patch."""
+    keys_changed = itertools.compress(itertools.count(), map(operator.ne, old_keys, key_lines))
     if list(old_texts) == list(texts):
-        signed = tuple(
-            i for i, (a, b) in enumerate(zip(old_keys, key_lines, strict=True)) if a != b
-        )
-        return Alignment(tuple(range(len(texts))), signed)
-    where: dict[str, int] = {}
-    for index, text in enumerate(old_texts):
-        if where.setdefault(text, index) != index:
-            return None
-    olds = tuple(where.get(text) for text in texts)
-    kept = [old for old in olds if old is not None]
-    if any(a >= b for a, b in itertools.pairwise(kept)):
+        return Alignment(tuple(range(len(texts))), tuple(keys_changed))
+    where = dict(zip(old_texts, itertools.count()))
+    if len(where) != len(old_texts):
+        return None  # a text repeats
+    olds = tuple(map(where.get, texts))
+    if not in_order(olds):
         return None
-    signed = tuple(
-        index for index, old in enumerate(olds) if old is None or old_keys[old] != key_lines[old]
-    )
-    return Alignment(olds, signed)
+    position = dict(zip(olds, itertools.count()))  # the memo's entries kept: where now
+    new = itertools.compress(itertools.count(), map(operator.is_, olds, itertools.repeat(None)))
+    rekeyed = (position[old] for old in keys_changed if old in position)
+    return Alignment(olds, tuple(sorted({*new, *rekeyed})))
 
 
-def next_olds(olds: Sequence[int | None], count: int) -> list[int]:
-    """Per entry now, the memo's index of the first entry at or after it that continues
-    one of the memo's (``count`` past the last): where an added entry's lines go."""
-    found = [count] * len(olds)
-    following = count
-    for index in range(len(olds) - 1, -1, -1):
-        old = olds[index]
-        if old is not None:
-            following = old
-        found[index] = following
+def in_order(olds: Sequence[int | None]) -> bool:
+    """Whether the memo's entries that ``olds`` continue stand in the memo's order (a C
+    loop: filtered, then compared pairwise)."""
+    kept = filter(functools.partial(operator.is_not, None), olds)
+    return _ascending(cast("list[int]", list(kept)))
+
+
+def next_olds(olds: Sequence[int | None], count: int, indexes: Iterable[int]) -> dict[int, int]:
+    """For each of ``indexes`` (entries now, which take in every entry without an old
+    one), the memo's index of the first entry at or after it that continues one of the
+    memo's (``count`` past the last): where an added entry's lines go."""
+    found: dict[int, int] = {}
+    for index in sorted(indexes, reverse=True):
+        at = index
+        while at < len(olds) and olds[at] is None and at not in found:
+            at += 1  # only past entries not asked for: none, when asked for every added one
+        old = olds[at] if at < len(olds) else count
+        found[index] = found[at] if old is None else old
     return found
 
 
@@ -387,11 +418,37 @@ def placed(edits: Sequence[Edit]) -> list[int]:
 
 def shift(offsets: Sequence[int], edits: Sequence[Edit]) -> list[int]:
     """Where ``offsets`` stand after ``edits``: each moves by the size change of every
-    edit that ends at or before it (an edit's own start stays put)."""
+    edit that ends at or before it (an edit's own start stays put). In any order; the
+    work per offset is done by C loops (``map``), 100,000 offsets in a few ms."""
     ends = [end for _, end, _ in edits]
-    totals = [0]
-    for start, end, new in edits:
-        totals.append(totals[-1] + len(new) - (end - start))
-    if totals[-1] == 0 and all(total == 0 for total in totals):
+    totals = list(itertools.accumulate((len(new) - (end - start) for start, end, new in edits)))
+    if not any(totals):
         return list(offsets)
-    return [offset + totals[bisect.bisect_right(ends, offset)] for offset in offsets]
+    totals.insert(0, 0)
+    moved = map(totals.__getitem__, map(bisect.bisect_right, itertools.repeat(ends), offsets))
+    return list(map(operator.add, offsets, moved))
+
+
+def respliced(values: Sequence[T], removed: Sequence[int], added: Mapping[int, T]) -> list[T]:
+    """Per-handle ``values`` of the memo's handles as they stand now: the ``removed``
+    (ascending) taken out, each of ``added`` (index now: value) put in. A patch keeps
+    every other handle in order (see ``PatchBase``), so this is
+    ``[values[old] if old is not None else added[index] for index, old in enumerate(olds)]``
+    made of slices: no work per unchanged handle in Python."""
+    kept: list[T] = []
+    at = 0
+    for old in removed:
+        kept += values[at:old]
+        at = old + 1
+    kept += values[at:]
+    if not added:
+        return kept
+    out: list[T] = []
+    taken = 0
+    for index in sorted(added):
+        count = index - len(out)
+        out += kept[taken : taken + count]
+        taken += count
+        out.append(added[index])
+    out += kept[taken:]
+    return out

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import dataclasses
 import hashlib
+import operator
 import re
 import struct
 import time
@@ -57,6 +58,7 @@ from alter_publish.pipeline.incremental import (
     memo_path,
     next_olds,
     placed,
+    respliced,
     shift,
 )
 from alter_publish.pipeline.memory import (
@@ -321,7 +323,7 @@ def _envelope_edits(
     added entry the edit that inserts its line."""
     memo = base.memo
     starts, count = memo.envelopes, len(memo.refs)
-    following = next_olds(base.olds, count)
+    following = next_olds(base.olds, count, base.changed)
     rows: list[tuple[int, int, int, bytes]] = []
     added: dict[int, tuple[int, int, int, bytes]] = {}
     for index, item in zip(base.changed, signed, strict=True):
@@ -359,11 +361,8 @@ def _handle_keys(
     """The record's handle keys and their ``stat`` lines, in the definition's order now:
     the changed and added handles' taken anew."""
     old_keys, origin = base.record.handle_keys, base.spec.origin
-    handle_keys: list[tuple[str, int]] = []
-    lines: list[str] = []
-    for old in base.olds:
-        handle_keys.append(old_keys[old] if old is not None else ("", 0))
-        lines.append(handle_lines[old] if old is not None else "")
+    handle_keys = respliced(old_keys, base.removed, dict.fromkeys(base.added, ("", 0)))
+    lines = respliced(handle_lines, base.removed, dict.fromkeys(base.added, ""))
     for position, item in zip(base.changed, signed, strict=True):
         old = base.olds[position]
         handle = item.spec.handle
@@ -382,29 +381,32 @@ def _blocks_after(
     memo = base.memo
     if signed_edits is None:
         return [], memo.apex
-    lengths = {(start, end): len(new) for start, end, new in zone_edits}
-    spans = [(memo.blocks[2 * old], memo.blocks[2 * old + 1]) for old in range(len(memo.refs))]
-    spans.append(memo.apex)
-    moved = shift([start for start, _ in spans], zone_edits)
-    ends = [
-        start + lengths.get((old_start, old_end), old_end - old_start)
-        for start, (old_start, old_end) in zip(moved, spans, strict=True)
-    ]
+    starts = [*memo.blocks[0::2], memo.apex[0]]
+    sizes = list(map(operator.sub, [*memo.blocks[1::2], memo.apex[1]], starts))
+    index_of = dict(zip(starts, range(len(starts)), strict=True))
+    for start, end, new in zone_edits:  # a block an edit replaces whole: the new one's size
+        index = index_of.get(start)
+        if index is not None and start + sizes[index] == end:
+            sizes[index] = len(new)
+    moved = shift(starts, zone_edits)
+    ends = list(map(operator.add, moved, sizes))
     positions = {id(edit): at for edit, at in zip(zone_edits, placed(zone_edits), strict=True)}
     chain = signed_edits.chain
     inserted = {name: signed_edits.edits[2 + index] for name, index in chain.inserted.items()}
-    blocks: list[int] = []
     owners = {
         index: labels_of(item.owner)
         for index, item in zip(base.changed, base.spec.handles, strict=True)
     }
-    for index, old in enumerate(base.olds):
-        if old is not None:
-            blocks += (moved[old], ends[old])
-            continue
+    new_starts: dict[int, int] = {}
+    new_ends: dict[int, int] = {}
+    for index in base.added:
         edit = inserted[owners[index]]
-        at = positions[id(edit)]
-        blocks += (at, at + len(edit[2]))
+        new_starts[index] = positions[id(edit)]
+        new_ends[index] = new_starts[index] + len(edit[2])
+    count = len(memo.refs)
+    blocks = [0] * (2 * len(base.olds))
+    blocks[0::2] = respliced(moved[:count], base.removed, new_starts)
+    blocks[1::2] = respliced(ends[:count], base.removed, new_ends)
     return blocks, (moved[-1], ends[-1])
 
 
@@ -425,17 +427,18 @@ def _memo_after(
     zone_at = {id(e): at for e, at in zip(zone_edits, placed(zone_edits), strict=True)}
     env_moved = shift([*memo.envelopes, memo.envelopes_serial_at], envelope_edits)
     env_at = {id(e): at for e, at in zip(envelope_edits, placed(envelope_edits), strict=True)}
-    segments: list[int] = []
-    envelopes: list[int] = []
-    for index, old in enumerate(base.olds):
-        if old is not None:
-            segments.append(zone_moved[old])
-            envelopes.append(env_moved[old])
-        else:
-            segments.append(zone_at[id(rendered.added[index])])
-            envelopes.append(env_at[id(added_lines[index])])
+    segments = respliced(
+        zone_moved[:count],
+        base.removed,
+        {index: zone_at[id(rendered.added[index])] for index in base.added},
+    )
+    envelopes = respliced(
+        env_moved[:count],
+        base.removed,
+        {index: env_at[id(added_lines[index])] for index in base.added},
+    )
     blocks, apex = _blocks_after(base, zone_edits, signed_edits)
-    refs = [memo.refs[old] if old is not None else "" for old in base.olds]
+    refs = respliced(memo.refs, base.removed, dict.fromkeys(base.added, ""))
     for index, handle_spec in zip(base.changed, base.spec.handles, strict=True):
         refs[index] = handle_spec.handle.ref
     return dataclasses.replace(
@@ -632,8 +635,8 @@ def patched(ctx: RunContext, start: ZoneStart) -> Patched | None:
         proof = prove_patch(ctx, base, chained.expectations, log_text, mini, outputs[2])
     envelope_edits, added_lines = _envelope_edits(base, signed, rendered)
     handle_keys, lines = _handle_keys(ctx, base, signed, start.handle_lines)
-    ttls = [base.memo.ttls[old] if old is not None else 0 for old in base.olds]
-    dues = [base.memo.dues[old] if old is not None else 0 for old in base.olds]
+    ttls = respliced(base.memo.ttls, base.removed, dict.fromkeys(base.added, 0))
+    dues = respliced(base.memo.dues, base.removed, dict.fromkeys(base.added, 0))
     for index, item in zip(base.changed, signed, strict=True):
         ttls[index], dues[index] = item.spec.ttl, envelope_due(item, base.spec)
     old_zone, old_envelopes = rendered.old_zone, rendered.old_envelopes

@@ -43,6 +43,7 @@ from alter_publish.pipeline.incremental import (
     Entries,
     Memo,
     align_entries,
+    in_order,
     memo_path,
     split_entries,
 )
@@ -74,6 +75,13 @@ class PatchBase:
     def edited(self, index: int) -> bool:
         """Entry ``index`` (now) continues one of the memo's handles."""
         return self.olds[index] is not None
+
+    @property
+    def added(self) -> tuple[int, ...]:
+        """The entries (now) that continue none of the memo's handles, ascending. Every
+        other entry continues one, in the memo's order, and the memo's handles not
+        continued are ``removed`` (:func:`~.incremental.respliced` rests on this)."""
+        return tuple(index for index in self.changed if self.olds[index] is None)
 
 
 def renewable(previous: SignatureWindow | None, window: SignatureWindow, spec: DNSSECSpec) -> bool:
@@ -111,11 +119,12 @@ def _changed_entries(
     if alignment is None:
         return None
     # Handles whose envelope falls due are signed again like edits (the chain renews them).
-    due = [
-        index
-        for index, old in enumerate(alignment.olds)
-        if old is not None and memo.dues[old] <= ctx.now
-    ]
+    due_olds = list(itertools.compress(itertools.count(), map(ctx.now.__ge__, memo.dues)))
+    if due_olds:
+        position = dict(zip(alignment.olds, itertools.count()))  # a C loop, not a Python one
+        due = [position[old] for old in due_olds if old in position]
+    else:
+        due = []
     if len(due) > len(memo.refs) * RENEW_MAX_SHARE:
         return None  # most of the zone falls due: a full run is as quick
     signed = tuple(sorted(set(alignment.signed) | set(due)))
@@ -130,9 +139,10 @@ def _matched(
     that cannot be patched exactly (handles moved, a TTL that may move the zone's largest,
     a ref or owner twice)."""
     olds = list(alignment.olds)
-    continued = {old for old in olds if old is not None}
-    unmatched = {memo.refs[old]: old for old in range(len(memo.refs)) if old not in continued}
+    continued = set(olds)
+    unmatched = {memo.refs[old]: old for old in set(range(len(memo.refs))) - continued}
     added_refs: set[str] = set()
+    renamed = False  # an entry of new text matched to a removed handle of its ref
     for index, handle_spec in zip(alignment.signed, specs, strict=True):
         ref = handle_spec.handle.ref
         same = olds[index]
@@ -142,16 +152,15 @@ def _matched(
             continue
         old = unmatched.pop(ref, None)
         if old is not None and memo.ttls[old] == handle_spec.ttl:
-            olds[index] = old
+            olds[index], renamed = old, True
         elif old is not None or ref in added_refs or (dnssec and handle_spec.ttl > zone_ttl):
             return None
         else:
             added_refs.add(ref)
-    kept = [old for old in olds if old is not None]
-    if any(a >= b for a, b in itertools.pairwise(kept)):
+    if renamed and not in_order(olds):  # (the alignment's own are: ``align_entries``)
         return None  # handles moved
     removed = tuple(sorted(unmatched.values()))
-    if added_refs & set(memo.refs) - {memo.refs[old] for old in removed}:
+    if added_refs and added_refs & set(memo.refs) - {memo.refs[old] for old in removed}:
         return None  # a ref twice: the full run names it
     if dnssec and any(memo.ttls[old] > zone_ttl for old in removed):
         return None

@@ -17,7 +17,7 @@ __all__ = ["handle_line_edits", "log_line_edit", "touched_olds"]
 def touched_olds(base: PatchBase) -> list[int]:
     """The memo's handles whose lines a patch replaces, removes or adds lines beside."""
     count = len(base.memo.refs)
-    following = next_olds(base.olds, count)
+    following = next_olds(base.olds, count, base.changed)
     found = {*base.removed}
     for index in base.changed:
         old = base.olds[index]
@@ -31,7 +31,7 @@ def handle_line_edits(
     """Each changed handle's lines replaced or inserted, each removed handle's taken out."""
     memo = base.memo
     starts = memo.segments
-    following = next_olds(base.olds, len(memo.refs))
+    following = next_olds(base.olds, len(memo.refs), base.changed)
     rows: list[tuple[int, int, int, bytes]] = []
     added: dict[int, tuple[int, int, int, bytes]] = {}
     for index, segment, record in zip(base.changed, segments, rrsets, strict=True):
