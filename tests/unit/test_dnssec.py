@@ -19,13 +19,13 @@ from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PrivateKey
 from alter_publish.definition.model import DNSSECSpec
 from alter_publish.dns.dnssec import (
     INCEPTION_BACKDATE_SECONDS,
-    OwnerWindows,
     SignatureWindow,
     choose_window,
     ds_records,
     owner_window,
     sign_records,
 )
+from alter_publish.dns.ownerwindows import OwnerWindows
 from alter_publish.dns.records import from_zone
 from alter_publish.dns.zonekeys import ZoneKey, ZoneKeyRole
 from alter_publish.errors import SigningError

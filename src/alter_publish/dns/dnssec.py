@@ -37,8 +37,8 @@ from cryptography.hazmat.primitives import serialization
 from alter_publish.definition.model import DNSSECSpec
 from alter_publish.definition.state import INCEPTION_BACKDATE_SECONDS as INCEPTION_BACKDATE_SECONDS
 from alter_publish.definition.state import SignatureWindow as SignatureWindow
-from alter_publish.definition.state import renewal_slot, renewal_slots
 from alter_publish.dns.nsec3 import NSEC3_HASH_SHA1
+from alter_publish.dns.ownerwindows import OwnerWindows
 from alter_publish.dns.records import (
     Labels,
     RRs,
@@ -129,24 +129,6 @@ def owner_window(owner: Labels, zone: SignatureWindow, spec: DNSSECSpec) -> Sign
     """The window of ``owner``'s RRSIGs in a signing at zone window ``zone``."""
     start = zone.expiration - spec.signature_validity
     return SignatureWindow.for_owner(name_wire(owner), start, spec.signature_validity, spec.refresh)
-
-
-class OwnerWindows:
-    """:func:`owner_window` for many owners of one signing: each slot's window is made
-    once, and an owner's is found by its slot (one hash; at 300,000 owners a signing
-    made 300,000 windows otherwise)."""
-
-    def __init__(self, zone: SignatureWindow, spec: DNSSECSpec) -> None:
-        validity, refresh = spec.signature_validity, spec.refresh
-        start = zone.expiration - validity
-        self.slots, _ = renewal_slots(validity - refresh)
-        self.windows = tuple(
-            SignatureWindow.for_slot(slot, start, validity, refresh) for slot in range(self.slots)
-        )
-
-    def __call__(self, owner: Labels) -> SignatureWindow:
-        """The window of ``owner``'s RRSIGs."""
-        return self.windows[renewal_slot(name_wire(owner), self.slots)]
 
 
 # --- canonical form ---------------------------------------------------------------

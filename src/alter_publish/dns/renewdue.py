@@ -26,7 +26,7 @@ import dns.rdatatype
 from alter_publish.definition.model import DNSSECSpec
 from alter_publish.definition.state import SignatureWindow, renewal_slots
 from alter_publish.dns.chainpatch import Block, SignedSection, owner_labels, type_text
-from alter_publish.dns.dnssec import OwnerWindows
+from alter_publish.dns.ownerwindows import OwnerWindows
 from alter_publish.dns.records import RRs
 from alter_publish.dns.zonelines import rdata_wire
 
