@@ -4,10 +4,13 @@ from __future__ import annotations
 
 import os
 import signal
+import threading
 import time
+from pathlib import Path
 
 import pytest
 
+from alter_publish.interrupts import deferred_interrupts
 from alter_publish.parallel import (
     PARALLEL_MIN_ITEMS,
     TERMINATE_GRACE_SECONDS,
@@ -87,3 +90,35 @@ def test_pools_end_at_once() -> None:
         pool.close()
         slowest = max(slowest, time.perf_counter() - started)
     assert slowest < TERMINATE_GRACE_SECONDS / 2, f"a pool took {slowest:.1f} s to end"
+
+
+def _write_two(task: tuple[Path, int]) -> list[int]:
+    folder, number = task
+    with deferred_interrupts():  # as a key epoch's files are written
+        (folder / f"{number}.first").write_text("first")
+        time.sleep(0.5)
+        (folder / f"{number}.second").write_text("second")
+    time.sleep(30)  # then ended at once by the pool's SIGTERM
+    return [number]
+
+
+def test_a_pool_ended_mid_write_lets_each_worker_finish_its_deferred_block(
+    tmp_path: Path,
+) -> None:
+    # SIGTERM's default action in a worker (no Python handler) still waits for the end
+    # of a block of writes that belong together.
+    pool = Workers(2)
+    results = pool.map_chunks(_write_two, [(tmp_path, 0), (tmp_path, 1)])
+    threading.Thread(target=lambda: list(results), daemon=True).start()
+    deadline = time.monotonic() + 10
+    while len(list(tmp_path.glob("*.first"))) < 2 and time.monotonic() < deadline:
+        time.sleep(0.01)
+    started = time.perf_counter()
+    pool.close()
+    assert time.perf_counter() - started < TERMINATE_GRACE_SECONDS
+    assert sorted(path.name for path in tmp_path.iterdir()) == [
+        "0.first",
+        "0.second",
+        "1.first",
+        "1.second",
+    ]

@@ -22,8 +22,8 @@ from alter_publish.format.note import (
 )
 from alter_publish.format.tiles import (
     ENTRIES,
+    ENTRIES_PER_TILE_PROOF,
     FEW_PROOFS,
-    PROOFS_PER_TILE_PATH,
     Tile,
     TreeHashes,
     decode_entries,
@@ -314,12 +314,12 @@ def test_tree_inclusion_proofs_match_the_reference_before_and_after_the_switch(
 
 
 def test_a_days_renewals_take_their_paths_from_the_tiles() -> None:
-    """Proofs of the newest entries (a day's renewals) up to one per PROOFS_PER_TILE_PATH
+    """Proofs of the newest entries (a day's renewals) up to one per ENTRIES_PER_TILE_PROOF
     entries of the tree come from the tiles (their paths are shared), the rest from every
     level: the same hashes as the reference either way."""
     count = 4096
     tree = TreeHashes.of_entries(_entries(count))
-    few = count // PROOFS_PER_TILE_PATH
+    few = count // ENTRIES_PER_TILE_PROOF
     assert few > FEW_PROOFS
     for index in range(count - few, count):
         assert tree.inclusion_proof(index, count) == inclusion_proof(tree.subtree, index, count)

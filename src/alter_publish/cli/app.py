@@ -290,7 +290,8 @@ def _terminate(signum: int, frame: FrameType | None) -> None:
 #: The garbage collector's thresholds for a command (Python's are 700, 10, 10). A run
 #: builds millions of objects that live to its end; with the defaults the collector
 #: walked them again and again: 0.3-0.8 s of a daily renewal at 100,000 handles, and
-#: more of a full sign. Cycles are still collected, every 100,000 allocations.
+#: more of a full sign. Cycles are still collected: young ones every 100,000
+#: allocations, older ones less often (the peak of a full sign did not grow: bench/).
 GC_THRESHOLDS = (100_000, 50, 10)
 
 

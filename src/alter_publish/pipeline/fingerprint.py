@@ -209,7 +209,8 @@ def joined_handle_keys(dirs: object, epochs: object) -> tuple[tuple[str, int], .
         packed.byteswap()
     if not isinstance(dirs, list) or len(dirs) != len(packed):
         raise ValueError("handle keys: not as many directories as epochs")
-    "".join(dirs)  # TypeError unless every one is text (a C loop)
+    if not all(map(str.__instancecheck__, dirs)):  # every one text (a C loop)
+        raise TypeError("handle keys: a directory is not text")
     return tuple(zip(dirs, packed, strict=True))
 
 

@@ -418,8 +418,9 @@ def placed(edits: Sequence[Edit]) -> list[int]:
 
 def shift(offsets: Sequence[int], edits: Sequence[Edit]) -> list[int]:
     """Where ``offsets`` stand after ``edits``: each moves by the size change of every
-    edit that ends at or before it (an edit's own start stays put). In any order; the
-    work per offset is done by C loops (``map``), 100,000 offsets in a few ms."""
+    edit that ends at or before it (an edit's own start stays put). The offsets may
+    come in any order, the edits sorted by their end; the work per offset is done by C
+    loops (``map``), 100,000 offsets in a few ms."""
     ends = [end for _, end, _ in edits]
     totals = list(itertools.accumulate((len(new) - (end - start) for start, end, new in edits)))
     if not any(totals):
