@@ -7,13 +7,16 @@ module of its topic and is listed here, in the order ``--help`` shows it.
 
 from __future__ import annotations
 
+import atexit
+import contextlib
 import gc
 import importlib
+import os
 import signal
 import sys
 from collections.abc import Sequence
 from types import FrameType
-from typing import Annotated, Any, Final
+from typing import Annotated, Any, Final, NoReturn
 
 import typer
 
@@ -301,8 +304,13 @@ def main(argv: list[str] | None = None) -> None:
     signal.signal(signal.SIGTERM, _terminate)
     thresholds = gc.get_threshold()
     gc.set_threshold(*GC_THRESHOLDS)
+    code: str | int | None = None  # None: another exception, which the interpreter reports
     try:
         _main(argv)
+        code = 0
+    except SystemExit as done:
+        code = 0 if done.code is None else done.code
+        raise
     finally:
         gc.set_threshold(*thresholds)  # called in-process: the caller's, as they were
         for signum, handler in previous.items():
@@ -311,6 +319,23 @@ def main(argv: list[str] | None = None) -> None:
             # Called in-process (``argv`` given): the caller's handlers, as they were.
             restored = signal.SIG_DFL if handler is None else handler
             signal.signal(signum, signal.SIG_IGN if argv is None else restored)
+        if argv is None and code is not None:
+            _leave(code)
+
+
+def _leave(code: str | int) -> NoReturn:
+    """End the process now that its outcome is decided: the exit handlers run (worker
+    pools' and the like), the output is flushed, and the interpreter's teardown of
+    every object the run made is skipped (0.1-0.2 s of a patch run at 100,000
+    handles; nothing is left to write by then: every file was written and synced)."""
+    if isinstance(code, str):
+        sys.stderr.write(f"{code}\n")  # as the interpreter would print sys.exit("...")
+        code = 1
+    atexit._run_exitfuncs()  # what a normal exit runs first
+    for stream in (sys.stdout, sys.stderr):
+        with contextlib.suppress(Exception):  # a closed pipe: nothing more to say
+            stream.flush()
+    os._exit(code)
 
 
 def _main(argv: list[str] | None) -> None:
