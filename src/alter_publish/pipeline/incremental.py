@@ -336,7 +336,8 @@ def align_entries(
 ) -> Alignment | None:
     """Match each entry to the memo's entry of the same text (the header is the same, so
     the same text is the same handle); ``key_lines`` are the old handles' key ``stat``
-    lines now. None when a text repeats or entries moved (then: a full run).
+    lines now. None when a text repeats or entries moved (then: a full run); entries
+    as the memo has them are taken as they are (the run that left them was proven).
 
     Every pass over the entries is a C loop (``map``, ``compress``, ``dict(zip())``): at
     100,000 entries the Python loops this replaced took 0.1 s of each patch."""
