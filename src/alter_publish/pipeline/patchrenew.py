@@ -4,6 +4,7 @@ zone window moved, as a full signing writes them (see :mod:`.patch`)."""
 
 from __future__ import annotations
 
+import itertools
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 
@@ -49,7 +50,7 @@ def renewal(
     if previous is None or window is None or previous == window:
         return Renewal([], {}, {})
     memo = base.memo
-    handles = {start: old for old, start in enumerate(memo.blocks[::2])}
+    handles = dict(zip(memo.blocks[::2], itertools.count()))  # block start: memo index
     changed = {base.olds[index] for index in base.changed}
     removed = set(base.removed)
     signed_anyway = changed | removed  # once: a day's renewals are thousands of handles
