@@ -85,9 +85,13 @@ def build(root: Path, handles: int) -> None:
     sign(root, REPO / "src", NOW)
 
 
+JOURNAL = f"keys/{ZONE}/.changes"
+
+
 def snapshot(root: Path) -> Path:
     """Keep the signed state: build/ as hard links, zones/ copied; the rotated handle's
-    key directory's times (its ``stat`` is in the fingerprint)."""
+    key directory's times (its ``stat`` is in the fingerprint) and the key store's
+    journal (a run reads what was appended since its record)."""
     saved = root.parent / f"{root.name}.snapshot"
     if not saved.exists():
         saved.mkdir()
@@ -95,6 +99,8 @@ def snapshot(root: Path) -> Path:
         shutil.copytree(root / "zones", saved / "zones")
         info = (root / "keys" / ZONE / ROTATED).stat()
         (saved / "rotated.json").write_text(json.dumps([info.st_atime_ns, info.st_mtime_ns]))
+        if (root / JOURNAL).exists():
+            shutil.copy2(root / JOURNAL, saved / "journal")
     return saved
 
 
@@ -113,6 +119,10 @@ def restore(root: Path, saved: Path) -> None:
             path.unlink()
     atime, mtime = json.loads((saved / "rotated.json").read_text())
     os.utime(rotated, ns=(atime, mtime))
+    if (saved / "journal").exists():
+        shutil.copy2(saved / "journal", root / JOURNAL)
+    else:
+        (root / JOURNAL).unlink(missing_ok=True)
 
 
 def change(root: Path, kind: str, src: Path) -> tuple[int, tuple[str, ...]]:

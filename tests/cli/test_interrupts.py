@@ -279,7 +279,8 @@ def _handle_dirs(workspace: Workspace) -> list[Path]:
     zone_keys = workspace.root / "keys" / SIGNAL_ZONE
     if not zone_keys.is_dir():
         return []
-    return [path for path in zone_keys.iterdir() if path.name != "_dnssec"]
+    # Not _dnssec, nor the key store's journal (.changes) and its temporary files.
+    return [path for path in zone_keys.iterdir() if path.name[0] not in "_."]
 
 
 def _keys_made(workspace: Workspace, count: int) -> Callable[[int], bool]:

@@ -96,11 +96,18 @@ def _refused(result: Result, workspace: Workspace, relative: str, fix: str) -> N
 def test_sign_refuses_a_key_directory_others_can_write(
     workspace: Workspace, relative: str, after_a_run: bool
 ) -> None:
-    """Refused whether the run reads every key or finds nothing changed since the last."""
+    """Refused whether the run reads every key or finds nothing changed since the last;
+    but a run that reads no handle key looks at no handle's directory (issue 16: no
+    ``stat`` of every key file), so one handle's is refused by the next run that reads
+    that handle's key: here ``--full``."""
     if after_a_run:
         _ok(workspace.run("sign", *simulated()))
     (workspace.root / relative).chmod(0o777)
     result = workspace.run("sign", *simulated())
+    if after_a_run and relative == f"keys/{ZONE}/blake":
+        assert result.returncode == 0, result.describe()
+        assert "nothing changed" in result.stdout, result.describe()
+        result = workspace.run("sign", "--full", *simulated())
     _refused(result, workspace, relative, "chmod 700")
     (workspace.root / relative).chmod(0o700)
     _ok(workspace.run("sign", *simulated()))

@@ -23,7 +23,7 @@ from alter_publish.dns.zonekeys import ZoneKeyRole
 from alter_publish.keys import commands as keyops
 from alter_publish.keys.lifecycle import rotate
 from alter_publish.keys.store import KeyStore
-from alter_publish.pipeline import SignReport, full, sign
+from alter_publish.pipeline import SignReport, fingerprint, full, sign
 from alter_publish.pipeline.incremental import memo_path
 from tests.conftest import NOW
 
@@ -147,6 +147,38 @@ def test_a_rotated_key_is_patched_in_with_its_continuity_signature(tmp_path: Pat
     assert "psig=" in (root / f"build/{ZONE}.zone").read_text()
     again = _sign(root, NOW + 300)
     assert again.zones[0].unchanged
+
+
+def test_runs_look_only_at_the_keys_the_journal_names(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Issue 16: no ``stat`` of every key file. A full run takes every handle's key
+    lines; later runs only those of the handles the key store wrote since; with the
+    journal gone, every line again (and the rotation it named is still seen)."""
+    root = _workspace(tmp_path / "ws")
+    taken: list[str] = []
+    real = fingerprint._stat_text
+
+    def counted(path: str, dir_fd: int | None = None) -> str:
+        if dir_fd is not None:  # a handle's key: relative to the zone's key directory
+            taken.append(path)
+        return real(path, dir_fd)
+
+    monkeypatch.setattr(fingerprint, "_stat_text", counted)
+    assert _sign(root, NOW + 60).zones[0].unchanged
+    assert taken == []
+    spec = load_zone(root / "zones" / f"{ZONE}.yaml")
+    rotate(spec, "~user3", keys=KeyStore(root / "keys"), now=NOW + 100)
+    assert _sign(root, NOW + 200).zones[0].patched == ("~user3",)
+    assert taken
+    assert all("user3" in path for path in taken), taken
+    taken.clear()
+    assert _sign(root, NOW + 300).zones[0].unchanged
+    assert taken == []
+    rotate(spec, "~user4", keys=KeyStore(root / "keys"), now=NOW + 400)
+    (root / "keys" / ZONE / ".changes").unlink()
+    assert _sign(root, NOW + 500).zones[0].patched == ("~user4",)
+    assert len(taken) >= 2 * 60
 
 
 @pytest.mark.parametrize("denial", ["nsec", "nsec3"])

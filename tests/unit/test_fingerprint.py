@@ -55,9 +55,17 @@ def test_a_record_reads_back_as_written(
         lambda text: text.replace('"handle_dirs":["a","b"]', '"handle_dirs":["a",2]'),
         lambda text: text.replace('"handle_dirs":["a","b"]', '"handle_dirs":"ab"'),
         lambda text: text.replace('"handle_epochs":"', '"handle_epochs":"!'),
-        lambda text: text.replace("fingerprint/2", "fingerprint/1"),
+        lambda text: text.replace("fingerprint/3", "fingerprint/2"),
+        lambda text: text.replace('"keys_mark":"-"', '"keys_mark":"x:1"'),
     ],
-    ids=["fewer directories", "a number for a directory", "not a list", "not base64", "format"],
+    ids=[
+        "fewer directories",
+        "a number for a directory",
+        "not a list",
+        "not base64",
+        "format",
+        "journal mark",
+    ],
 )
 def test_a_damaged_record_reads_as_none(tmp_path: Path, damage: object) -> None:
     path = tmp_path / "record.json"

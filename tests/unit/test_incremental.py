@@ -231,7 +231,7 @@ def test_a_memo_reads_back_as_written(tmp_path: Path) -> None:
     "damage",
     [
         lambda text: text[: len(text) // 2],
-        lambda text: text.replace("alter-publish/memo/2", "alter-publish/memo/0"),
+        lambda text: text.replace("alter-publish/memo/3", "alter-publish/memo/2"),
         lambda text: text.replace('"~b"', '"~b","~c"'),
         lambda text: "[]",
         lambda text: "",

@@ -7,6 +7,8 @@ Layout under the store root (``keys/`` by default)::
     keys/<zone>/<handle-name>/<epoch>.rc      its commitment only, when the secret was
                                               written elsewhere to be kept offline
     keys/<zone>/<handle-name>/<epoch>.json    how a rotated epoch came to be (public)
+    keys/<zone>/.changes                      the handles whose keys the store wrote
+                                              (:mod:`alter_publish.keys.journal`)
 
 Public keys need no file of their own: every envelope in the IdentityLog carries one.
 
@@ -46,6 +48,7 @@ from alter_publish.format.envelope import (
 )
 from alter_publish.format.handles import Handle
 from alter_publish.interrupts import deferred_interrupts
+from alter_publish.keys import journal
 from alter_publish.keys.logkey import LogKeyStore
 from alter_publish.keys.pem import (
     ensure_gitignore,
@@ -347,6 +350,9 @@ class KeyStore:
             self.ensure_gitignore()
             # 0700 before any file: the first may be public (``.rc`` with ``secret_out``).
             make_key_dirs(self.handle_dir(zone, handle))
+            # Journaled before (a run killed midway) and after (a run that took its
+            # lines meanwhile): the next run looks at this handle's keys again.
+            journal.note(self.root, zone, handle.name)
             self._discard_unfinished(zone, handle, epoch, secret_out)
             if secret_out is None:
                 atomic_write_bytes(secret_path, secret_line, mode=PRIVATE_MODE, error=KeyStoreError)
@@ -362,6 +368,7 @@ class KeyStore:
                 self.write_rotation(zone, handle, rotation(public_bytes(private_key)))
             # The commit: epochs() lists an epoch once its key is there.
             atomic_write_bytes(key_path, pem, mode=PRIVATE_MODE, error=KeyStoreError)
+            journal.note(self.root, zone, handle.name)
         return HandleKey(
             handle=handle,
             epoch=epoch,

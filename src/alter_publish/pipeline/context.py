@@ -18,7 +18,6 @@ from alter_publish.pipeline.fingerprint import (
     DigestMemo,
     Fingerprint,
     fingerprint_path,
-    handle_key_lines,
 )
 from alter_publish.pipeline.reports import ZoneResult
 
@@ -55,8 +54,6 @@ class ZoneStart:
     definition: Path
     started: float
     record: Fingerprint | None = None
-    #: The ``stat`` lines of the record's handle keys as they are now.
-    handle_lines: tuple[str, ...] = ()
 
     @classmethod
     def read(cls, ctx: RunContext, definition: Path) -> ZoneStart:
@@ -71,8 +68,7 @@ class ZoneStart:
         if record is None or record.zone_keys_dir != str(keys.zones.directory(record.zone)):
             return cls(definition, started)
         keys.check_zone(record.zone)  # the strategies that follow may read no key
-        lines = handle_key_lines(record.handle_keys, jobs=ctx.jobs)
-        return cls(definition, started, record, tuple(lines))
+        return cls(definition, started, record)
 
 
 class ProvenRun(Protocol):

@@ -10,6 +10,11 @@ no RRSIG to refresh). A later run whose digest matches inside that span would
 write the same bytes, so it stops there: no parse, no signing, no proof, no
 write. Any difference, or any doubt (a missing or unreadable record), means a
 full run.
+
+The handle keys' ``stat`` lines are taken once, by a full run; later runs take anew
+only the lines of the handles the key store's journal names since (see
+:mod:`alter_publish.keys.journal`), and the record keeps their digest and where the
+journal stood.
 """
 
 from __future__ import annotations
@@ -17,6 +22,7 @@ from __future__ import annotations
 import array
 import base64
 import hashlib
+import itertools
 import json
 import operator
 import os
@@ -30,6 +36,7 @@ from alter_publish.definition.state import state_path_for
 from alter_publish.errors import RenderError
 from alter_publish.fileio import atomic_write_bytes
 from alter_publish.format.identitylog import log_path_for
+from alter_publish.keys.journal import NO_JOURNAL, Mark, changes_since, journal_mark
 from alter_publish.keys.lifecycle import revocations_path_for
 from alter_publish.parallel import Workers, ranges, shared
 from alter_publish.pipeline.paths import ds_path, output_paths
@@ -38,7 +45,7 @@ from alter_publish.version import __version__
 if TYPE_CHECKING:
     from alter_publish.pipeline.context import RunContext
 
-FINGERPRINT_FORMAT = "alter-publish/fingerprint/2"
+FINGERPRINT_FORMAT = "alter-publish/fingerprint/3"
 
 
 def fingerprint_path(out: Path, definition: Path) -> Path:
@@ -151,12 +158,11 @@ class Inputs:
     #: The run's memo of content digests (None: hash every file).
     digests: DigestMemo | None = field(default=None, repr=False, compare=False)
 
-    def digest(self, handle_lines: Sequence[str] | None = None) -> str:
-        """SHA-256 over every tracked input and output (``handle_lines``: the
-        :func:`handle_key_lines` of ``handle_keys`` when already taken)."""
-        lines = handle_key_lines(self.handle_keys) if handle_lines is None else handle_lines
+    def digest(self, keys_digest: str) -> str:
+        """SHA-256 over every tracked input and output (``keys_digest``: the
+        :func:`lines_digest` of the :func:`handle_key_lines` of ``handle_keys``)."""
         dirs, epochs = split_handle_keys(self.handle_keys)
-        keys = f"{json.dumps(dirs)}\n{epochs}\n" + "\n".join(lines) + "\n"
+        keys = f"{json.dumps(dirs)}\n{epochs}\n{keys_digest}\n"
         if self.definition_text is None:
             definition = _content_line(self.definition, self.digests)
         else:
@@ -185,6 +191,53 @@ class Inputs:
         sha.update(handle_lines.encode())
         sha.update("".join(_stat_line(str(path)) for path in self.outputs).encode())
         return sha.hexdigest()
+
+
+def lines_digest(lines: Sequence[str]) -> str:
+    """SHA-256 of handle key ``stat`` lines (what a record keeps of them)."""
+    return hashlib.sha256("".join(f"{line}\n" for line in lines).encode()).hexdigest()
+
+
+def key_lines(
+    root: Path | str,
+    zone: str,
+    handle_keys: Sequence[tuple[str, int]],
+    recorded: Sequence[str] | None,
+    mark: Mark,
+    *,
+    jobs: int = 1,
+) -> tuple[list[str], Mark]:
+    """The :func:`handle_key_lines` of ``handle_keys`` now, and where the key store's
+    journal stood when they were taken: ``recorded`` (lines taken when it stood at
+    ``mark``) with the lines of the handles it names since taken anew, or every line
+    taken (no ``recorded``, or the journal cannot tell). The journal is read before any
+    line is taken: a key written meanwhile is named again after it."""
+    if recorded is None or len(recorded) != len(handle_keys):
+        now = journal_mark(root, zone)
+        return handle_key_lines(handle_keys, jobs=jobs), now
+    now, touched = changes_since(root, zone, mark)
+    if touched is None:
+        return handle_key_lines(handle_keys, jobs=jobs), now
+    lines = list(recorded)
+    indices = touched_indices(root, zone, handle_keys, touched)
+    taken = handle_key_lines([handle_keys[index] for index in indices], jobs=jobs)
+    for index, line in zip(indices, taken, strict=True):
+        lines[index] = line
+    return lines, now
+
+
+def touched_indices(
+    root: Path | str, zone: str, handle_keys: Sequence[tuple[str, int]], names: Iterable[str]
+) -> list[int]:
+    """Where among ``handle_keys`` the handles with directory ``names`` stand (a C loop)."""
+    if not names:
+        return []
+    dirs = {f"{root}/{zone}/{name}" for name in names}
+    found = map(dirs.__contains__, map(_dir, handle_keys))
+    return list(itertools.compress(itertools.count(), found))
+
+
+_dir = operator.itemgetter(0)
 
 
 def split_handle_keys(handle_keys: Sequence[tuple[str, int]]) -> tuple[list[str], str]:
@@ -226,6 +279,22 @@ class Fingerprint:
     zone_keys_dir: str
     handle_keys: tuple[tuple[str, int], ...]
     summary: Mapping[str, Any]
+    #: The digest of the handle key lines the run took, and where the key store's
+    #: journal stood when it took them.
+    keys_digest: str = ""
+    keys_mark: Mark = NO_JOURNAL
+
+    def keys_digest_now(self, root: Path | str, *, jobs: int = 1) -> str | None:
+        """The digest of the handle key lines now, for :meth:`Inputs.digest`: the
+        recorded one when the journal names none of the handles since (their lines are
+        as they were), None when it names one (something changed); every line taken
+        when the journal cannot tell."""
+        _, touched = changes_since(root, self.zone, self.keys_mark)
+        if touched is None:
+            return lines_digest(handle_key_lines(self.handle_keys, jobs=jobs))
+        if touched_indices(root, self.zone, self.handle_keys, touched):
+            return None
+        return self.keys_digest
 
     def holds(self, digest: str, now: int) -> bool:
         """True when ``digest`` is the recorded one and ``now`` is inside the span."""
@@ -242,6 +311,8 @@ class Fingerprint:
             "zone_keys_dir": self.zone_keys_dir,
             "handle_dirs": (keys := split_handle_keys(self.handle_keys))[0],
             "handle_epochs": keys[1],
+            "keys_digest": self.keys_digest,
+            "keys_mark": self.keys_mark.to_text(),
             "summary": dict(self.summary),
         }
         return json.dumps(doc, separators=(",", ":"), sort_keys=True) + "\n"
@@ -261,6 +332,8 @@ class Fingerprint:
                 zone_keys_dir=str(doc["zone_keys_dir"]),
                 handle_keys=joined_handle_keys(doc["handle_dirs"], doc["handle_epochs"]),
                 summary=dict(doc["summary"]),
+                keys_digest=str(doc["keys_digest"]),
+                keys_mark=Mark.from_text(doc["keys_mark"]),
             )
         except (OSError, ValueError, KeyError, TypeError):
             return None

@@ -139,8 +139,8 @@ class Planned:
         )
         written = commit(ctx, writes)
         if not ctx.check:
-            handle_lines = record_fingerprint(ctx, plan, self.source)
-            record_memo(ctx, plan, self.source, handle_lines, envelopes.starts)
+            keys = record_fingerprint(ctx, plan, self.source)
+            record_memo(ctx, plan, self.source, keys, envelopes.starts)
         return written
 
 

@@ -35,7 +35,7 @@ from alter_publish.errors import RenderError
 from alter_publish.fileio import Chunk, atomic_write_bytes
 from alter_publish.mapped import Bytes, MappedFile
 
-MEMO_FORMAT = "alter-publish/memo/2"
+MEMO_FORMAT = "alter-publish/memo/3"
 
 T = TypeVar("T")
 
@@ -194,6 +194,8 @@ class Memo:
     apex: tuple[int, int]
     envelopes: Sequence[int]
     envelopes_serial_at: int
+    #: Where the key store's journal stood when ``keys`` were taken (``Mark.to_text``).
+    keys_mark: str = "-"
 
     def to_bytes(self) -> bytes:
         """JSON form (offsets as base64 of little-endian 64-bit integers)."""
@@ -227,6 +229,7 @@ class Memo:
                 apex=(int(doc["apex"][0]), int(doc["apex"][1])),
                 envelopes=_unpacked(doc["envelopes"]),
                 envelopes_serial_at=int(doc["envelopes_serial_at"]),
+                keys_mark=str(doc["keys_mark"]),
             )
         except (OSError, ValueError, KeyError, TypeError, IndexError, AttributeError):
             return None

@@ -19,6 +19,7 @@ from alter_publish.dns.records import (
 from alter_publish.format.envelope import (
     CLOCK_SKEW_SECONDS,
 )
+from alter_publish.keys.journal import NO_JOURNAL, Mark
 from alter_publish.pipeline.build import Layout, ZonePlan, dnssec_summary
 from alter_publish.pipeline.context import RunContext
 from alter_publish.pipeline.fingerprint import (
@@ -26,7 +27,8 @@ from alter_publish.pipeline.fingerprint import (
     fingerprint_inputs,
     fingerprint_path,
     forget,
-    handle_key_lines,
+    key_lines,
+    lines_digest,
 )
 from alter_publish.pipeline.incremental import (
     Entries,
@@ -66,18 +68,19 @@ def valid_span(
     return start, stop
 
 
-def record_fingerprint(ctx: RunContext, plan: ZonePlan, source: str) -> list[str]:
+def record_fingerprint(ctx: RunContext, plan: ZonePlan, source: str) -> tuple[Sequence[str], Mark]:
     """After a written run: record it (``source``: the definition's text as read) if
     proven (``ctx.verify``), else drop any older record.
 
     Returns:
-        The handles' key ``stat`` lines it recorded (none when not proven).
+        The handles' key ``stat`` lines it recorded and where the key store's journal
+        stood when they were taken (none when not proven).
     """
     spec = plan.spec
     path = fingerprint_path(ctx.out, spec.path)
     if not ctx.verify:
         forget(path)
-        return []
+        return [], NO_JOURNAL
     handle_keys = tuple(
         (ctx.keys.handle_dir_text(spec.origin, item.spec.handle), item.envelope.epoch)
         for item in plan.signed
@@ -92,10 +95,8 @@ def record_fingerprint(ctx: RunContext, plan: ZonePlan, source: str) -> list[str
     if files := tls_files(spec):
         summary["tls_files"] = files
     summary |= spec.log.to_mapping()
-    handle_lines = handle_key_lines(handle_keys, jobs=ctx.jobs)
     span = valid_span(plan.signed, plan.state.signatures, spec)
-    write_fingerprint(ctx, spec, source, handle_keys, handle_lines, span, summary)
-    return handle_lines
+    return write_fingerprint(ctx, spec, source, handle_keys, (None, NO_JOURNAL), span, summary)
 
 
 def write_fingerprint(
@@ -103,11 +104,20 @@ def write_fingerprint(
     spec: ZoneSpec,
     source: str,
     handle_keys: tuple[tuple[str, int], ...],
-    handle_lines: Sequence[str],
+    taken: tuple[Sequence[str] | None, Mark],
     span: tuple[int, int],
     summary: Mapping[str, Any],
-) -> None:
-    """Record a proven, written run of ``spec`` (see :mod:`fingerprint`)."""
+) -> tuple[Sequence[str], Mark]:
+    """Record a proven, written run of ``spec`` (see :mod:`fingerprint`); ``taken``: the
+    handle key lines the run took and where the key store's journal stood then (None:
+    none taken), brought up to date with the journal first.
+
+    Returns:
+        The handle key lines recorded, and where the journal stood when they were taken.
+    """
+    lines, mark = key_lines(
+        ctx.keys.root, spec.origin, handle_keys, taken[0], taken[1], jobs=ctx.jobs
+    )
     zone_keys_dir = str(ctx.keys.zones.directory(spec.origin))
     inputs = fingerprint_inputs(
         ctx,
@@ -118,15 +128,19 @@ def write_fingerprint(
         source,
         tls_files=[str(name) for name in summary.get("tls_files", ())],
     )
+    keys_digest = lines_digest(lines)
     Fingerprint(
-        digest=inputs.digest(handle_lines),
+        digest=inputs.digest(keys_digest),
         valid_from=span[0],
         valid_until=span[1],
         zone=spec.origin,
         zone_keys_dir=zone_keys_dir,
         handle_keys=handle_keys,
         summary=summary,
+        keys_digest=keys_digest,
+        keys_mark=mark,
     ).write(fingerprint_path(ctx.out, spec.path))
+    return lines, mark
 
 
 def tls_files(spec: ZoneSpec) -> list[str]:
@@ -161,7 +175,7 @@ def record_memo(
     ctx: RunContext,
     plan: ZonePlan,
     source: str,
-    handle_lines: Sequence[str],
+    keys: tuple[Sequence[str], Mark],
     envelope_starts: Sequence[int],
 ) -> None:
     """After a written full run: leave the memo the next run may patch from (none unless
@@ -169,12 +183,12 @@ def record_memo(
     path = memo_path(ctx.out, plan.spec.path)
     memo = None
     if ctx.verify and plan.layout is not None and shipped_templates(ctx.templates):
-        memo = _full_memo(plan, split_entries(source), plan.layout, handle_lines, envelope_starts)
+        memo = _full_memo(plan, split_entries(source), plan.layout, keys[0], envelope_starts)
     if memo is None:
         forget(path)
         return
     base = base_digest(ctx, plan.spec.path, plan.spec.origin, memo[1])
-    dataclasses.replace(memo[0], base=base).write(path)
+    dataclasses.replace(memo[0], base=base, keys_mark=keys[1].to_text()).write(path)
 
 
 def _full_memo(

@@ -588,11 +588,18 @@ class Patched:
         span = (max(record.valid_from, valid_from), until)
         summary = self._summary()
         entries = self.base.entries
-        write_fingerprint(
-            ctx, spec, entries.text, self.handle_keys, self.handle_lines, span, summary
+        lines, mark = write_fingerprint(
+            ctx,
+            spec,
+            entries.text,
+            self.handle_keys,
+            (self.handle_lines, self.base.keys[1]),
+            span,
+            summary,
         )
         base = base_digest(ctx, spec.path, spec.origin, entries)
-        dataclasses.replace(self.memo, base=base).write(memo_path(ctx.out, spec.path))
+        memo = dataclasses.replace(self.memo, base=base, keys=tuple(lines))
+        dataclasses.replace(memo, keys_mark=mark.to_text()).write(memo_path(ctx.out, spec.path))
 
 
 def _source(old: Bytes) -> MappedFile | memoryview:
@@ -634,7 +641,7 @@ def patched(ctx: RunContext, start: ZoneStart) -> Patched | None:
         log_text = None if rendered.log is None else rendered.log.texts[0]
         proof = prove_patch(ctx, base, chained.expectations, log_text, mini, outputs[2])
     envelope_edits, added_lines = _envelope_edits(base, signed, rendered)
-    handle_keys, lines = _handle_keys(ctx, base, signed, start.handle_lines)
+    handle_keys, lines = _handle_keys(ctx, base, signed, base.keys[0])
     ttls = respliced(base.memo.ttls, base.removed, dict.fromkeys(base.added, 0))
     dues = respliced(base.memo.dues, base.removed, dict.fromkeys(base.added, 0))
     for index, item in zip(base.changed, signed, strict=True):

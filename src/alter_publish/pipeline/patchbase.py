@@ -35,8 +35,9 @@ from alter_publish.dns.zonelines import read_zone_records
 from alter_publish.dns.zonetext import parse_zone_text
 from alter_publish.errors import AlterError, DefinitionError, UnsupportedZoneError
 from alter_publish.format.handles import parse_handle
+from alter_publish.keys.journal import NO_JOURNAL, Mark
 from alter_publish.pipeline.context import RunContext, ZoneStart
-from alter_publish.pipeline.fingerprint import Fingerprint
+from alter_publish.pipeline.fingerprint import Fingerprint, key_lines
 from alter_publish.pipeline.incremental import (
     PATCH_MAX_SHARE,
     Alignment,
@@ -63,6 +64,9 @@ class PatchBase:
 
     record: Fingerprint
     memo: Memo
+    #: The memo's handles' key ``stat`` lines now, and where the key store's journal
+    #: stood when they were taken (``fingerprint.key_lines``).
+    keys: tuple[Sequence[str], Mark]
     entries: Entries
     olds: tuple[int | None, ...]
     changed: tuple[int, ...]  # indexes into ``olds``
@@ -99,7 +103,7 @@ def renewable(previous: SignatureWindow | None, window: SignatureWindow, spec: D
 
 
 def _changed_entries(
-    ctx: RunContext, start: ZoneStart, record: Fingerprint, memo: Memo
+    ctx: RunContext, start: ZoneStart, record: Fingerprint, memo: Memo, key_lines: Sequence[str]
 ) -> tuple[Entries, Alignment, int] | None:
     """The definition's entries, how they stand against the memo's (the handles whose
     envelope falls due among those to sign) and how many are signed only for that; None
@@ -111,11 +115,11 @@ def _changed_entries(
     except DefinitionError:
         return None  # the full run says what is wrong
     count = len(memo.refs)
-    if entries is None or not entries.texts or len(start.handle_lines) != count:
+    if entries is None or not entries.texts or len(key_lines) != count:
         return None
     if base_digest(ctx, start.definition, memo.zone, entries) != memo.base:
         return None
-    alignment = align_entries(memo.entries, memo.keys, entries.texts, start.handle_lines)
+    alignment = align_entries(memo.entries, memo.keys, entries.texts, key_lines)
     if alignment is None:
         return None
     # Handles whose envelope falls due are signed again like edits (the chain renews them).
@@ -179,7 +183,8 @@ def patch_base(ctx: RunContext, start: ZoneStart) -> PatchBase | None:
         return None
     if not shipped_templates(ctx.templates):
         return None
-    found = _changed_entries(ctx, start, record, memo)
+    keys = memo_key_lines(ctx, record, memo)
+    found = _changed_entries(ctx, start, record, memo, keys[0])
     if found is None:
         return None
     entries, alignment, renewals = found
@@ -223,8 +228,29 @@ def patch_base(ctx: RunContext, start: ZoneStart) -> PatchBase | None:
     if not changes and not renewals and window == state.signatures:
         return None  # nothing to do that the unchanged path did not see: a full run
     return PatchBase(
-        record, memo, entries, olds, alignment.signed, removed, spec, state, zone_keys, window
+        record,
+        memo,
+        keys,
+        entries,
+        olds,
+        alignment.signed,
+        removed,
+        spec,
+        state,
+        zone_keys,
+        window,
     )
+
+
+def memo_key_lines(ctx: RunContext, record: Fingerprint, memo: Memo) -> tuple[list[str], Mark]:
+    """The key ``stat`` lines of the record's handles now: the memo's, with those of the
+    handles the key store's journal names since taken anew (``fingerprint.key_lines``)."""
+    try:
+        mark = Mark.from_text(memo.keys_mark)
+    except ValueError:
+        mark = NO_JOURNAL
+    recorded = memo.keys if mark != NO_JOURNAL or memo.keys_mark == "-" else None
+    return key_lines(ctx.keys.root, record.zone, record.handle_keys, recorded, mark, jobs=ctx.jobs)
 
 
 def prove_patch(

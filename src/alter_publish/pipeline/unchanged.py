@@ -45,7 +45,8 @@ def unchanged(ctx: RunContext, start: ZoneStart) -> Unchanged | None:
         record.handle_keys,
         tls_files=[str(name) for name in record.summary.get("tls_files", ())],
     )
-    if not record.holds(inputs.digest(start.handle_lines), ctx.now):
+    keys_digest = record.keys_digest_now(ctx.keys.root, jobs=ctx.jobs)
+    if keys_digest is None or not record.holds(inputs.digest(keys_digest), ctx.now):
         return None
     summary = record.summary
     result = zone_result(
