@@ -181,6 +181,39 @@ def test_runs_look_only_at_the_keys_the_journal_names(
     assert len(taken) >= 2 * 60
 
 
+def test_a_key_rotated_while_a_patch_runs_is_patched_in_by_the_next_run(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A rotation that lands after a patch took its key lines, before it recorded them:
+    the record keeps the journal's mark from before, so the next run looks at that key
+    (moving the mark past it would make the next run say nothing changed)."""
+    root = _workspace(tmp_path / "ws")
+    real = fingerprint.recorded_key_lines
+    target = "alter_publish.pipeline.patch.recorded_key_lines"
+
+    def rotated_meanwhile(*args: Any, **kwargs: Any) -> Any:
+        spec = load_zone(root / "zones" / f"{ZONE}.yaml")
+        rotate(spec, "~user4", keys=KeyStore(root / "keys"), now=NOW + 70)
+        monkeypatch.setattr(target, real)
+        return real(*args, **kwargs)
+
+    monkeypatch.setattr(target, rotated_meanwhile)
+    _edit(root, "  - ~user2\n", "  - {handle: ~user2, lifetime: 20d}\n")
+    assert _sign(root, NOW + 60).zones[0].patched == ("~user2",)
+    assert _sign(root, NOW + 120).zones[0].patched == ("~user4",)
+    assert _sign(root, NOW + 180).zones[0].unchanged
+
+
+def test_keys_a_patch_made_itself_leave_the_next_run_unchanged(tmp_path: Path) -> None:
+    """``--create-keys`` for an added handle: the journal names it after the patch took
+    its lines, but the run signed it itself, so the record moves past it."""
+    root = _workspace(tmp_path / "ws")
+    _edit(root, "  - ~user2\n", "  - ~user2\n  - ~newbie\n")
+    assert _sign(root, NOW + 60, create_keys=True).zones[0].patched == ("~newbie",)
+    again = _sign(root, NOW + 120)
+    assert again.zones[0].unchanged
+
+
 @pytest.mark.parametrize("denial", ["nsec", "nsec3"])
 def test_an_edit_during_a_ksk_rollover_is_patched_in_beside_the_cds(
     denial: str, tmp_path: Path

@@ -108,3 +108,29 @@ def test_a_journal_that_cannot_be_written_is_a_key_store_error(root: Path) -> No
     (root / ZONE / ".changes").mkdir()
     with pytest.raises(KeyStoreError, match="key journal"):
         journal.note(root, ZONE, "alice")
+
+
+def test_a_line_being_appended_is_read_whole_by_the_next_run(root: Path) -> None:
+    """A mark never lands inside a line: the half read now is named whole later."""
+    note(root, ZONE, "alice")
+    mark = journal_mark(root, ZONE)
+    path = root / ZONE / ".changes"
+    with path.open("ab") as handle:
+        handle.write(b"bo")  # an append caught halfway
+    assert journal_mark(root, ZONE) == mark
+    later, names = changes_since(root, ZONE, mark)
+    assert (later, names) == (mark, frozenset())
+    with path.open("ab") as handle:
+        handle.write(b"b\n")
+    assert changes_since(root, ZONE, later)[1] == frozenset({"bob"})
+
+
+def test_a_journal_that_is_not_one_is_made_anew_by_the_next_write(root: Path) -> None:
+    """Else it would tell nothing ever after, and every run would take every line."""
+    path = root / ZONE / ".changes"
+    path.write_bytes(b"not a journal\nalice\n")
+    assert changes_since(root, ZONE, NO_JOURNAL)[1] is None
+    note(root, ZONE, "bob")
+    mark, names = changes_since(root, ZONE, NO_JOURNAL)
+    assert names == frozenset({"bob"})
+    assert mark != NO_JOURNAL

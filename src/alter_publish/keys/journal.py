@@ -17,6 +17,7 @@ mark or unreadable tells nothing: the run then takes every handle's lines, as wi
 
 from __future__ import annotations
 
+import errno
 import os
 import secrets
 from dataclasses import dataclass
@@ -28,7 +29,7 @@ from alter_publish.fileio import fsync_directory
 JOURNAL_NAME = ".changes"  # no handle's directory: a handle's name starts [a-z0-9]
 _HEADER = b"alter-publish key journal "
 _ID_CHARS = 32
-_HEADER_SIZE = len(_HEADER) + _ID_CHARS + 1
+_HEADER_OCTETS = len(_HEADER) + _ID_CHARS + 1
 
 
 @dataclass(frozen=True, slots=True)
@@ -65,21 +66,24 @@ def journal_path(root: Path | str, zone: str) -> str:
     return f"{root}/{zone}/{JOURNAL_NAME}"
 
 
-def note(root: Path | str, zone: str, name: str) -> None:
-    """Append ``name`` (a handle's directory name) to the zone's journal and sync it,
-    making the journal when there is none (``keys/<zone>/`` exists: the store made it).
+def note(root: Path | str, zone: str, name: str, *, sync: bool = True) -> None:
+    """Append ``name`` (a handle's directory name) to the zone's journal (``sync``: and
+    make it durable), making the journal when there is none, or a new one in place of
+    one whose first line is not a journal's (which would tell nothing ever after);
+    ``keys/<zone>/`` exists: the store made it.
 
     Raises:
         KeyStoreError: it cannot be written.
     """
     path = journal_path(root, zone)
     try:
-        if not os.path.exists(path):  # noqa: PTH110 (a str path)
+        if journal_mark(root, zone) == NO_JOURNAL:
             _create(path)
         fd = os.open(path, os.O_WRONLY | os.O_APPEND | os.O_CLOEXEC)
         try:
             os.write(fd, f"{name}\n".encode())  # one short write: never interleaved
-            os.fsync(fd)
+            if sync:
+                os.fsync(fd)
         finally:
             os.close(fd)
     except OSError as exc:
@@ -88,7 +92,9 @@ def note(root: Path | str, zone: str, name: str) -> None:
 
 def _create(path: str) -> None:
     """Make the journal with its header, whole or not at all: written beside it, then
-    linked in (``link`` fails when another process made one first; that one stays)."""
+    linked in where there is none (``link`` fails when another process made one first;
+    that one stays), or renamed over one that is not a journal (or where the filesystem
+    has no hard links)."""
     temp = Path(f"{path}.{secrets.token_hex(8)}.tmp")
     fd = os.open(temp, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_CLOEXEC, 0o600)
     try:
@@ -97,11 +103,19 @@ def _create(path: str) -> None:
     finally:
         os.close(fd)
     try:
-        os.link(temp, path)
+        if os.path.lexists(path) and _journal_id(_head(path)) is None:
+            temp.replace(path)  # unreadable as a journal: a new one (a new id)
+        else:
+            os.link(temp, path)
     except FileExistsError:
         pass
+    except OSError as exc:
+        if exc.errno not in (errno.EPERM, errno.EOPNOTSUPP, errno.EMLINK):
+            raise
+        if not os.path.lexists(path):
+            temp.replace(path)
     finally:
-        temp.unlink()
+        temp.unlink(missing_ok=True)
     fsync_directory(Path(path).parent)
 
 
@@ -112,23 +126,25 @@ def changes_since(root: Path | str, zone: str, mark: Mark) -> tuple[Mark, frozen
     try:
         fd = os.open(path, os.O_RDONLY | os.O_CLOEXEC)
     except FileNotFoundError:
-        return NO_JOURNAL, frozenset() if mark == NO_JOURNAL else None
+        return NO_JOURNAL, (frozenset() if mark == NO_JOURNAL else None)
     except OSError:
         return NO_JOURNAL, None
     try:
         size = os.fstat(fd).st_size
-        journal = _journal_id(os.pread(fd, _HEADER_SIZE, 0))
+        journal = _journal_id(os.pread(fd, _HEADER_OCTETS, 0))
         if journal is None:
             return NO_JOURNAL, None
-        now = Mark(journal, size)
-        start = _HEADER_SIZE if mark == NO_JOURNAL else mark.size
+        start = _HEADER_OCTETS if mark == NO_JOURNAL else mark.size
         if mark != NO_JOURNAL and (mark.journal != journal or size < mark.size):
-            return now, None
+            return Mark(journal, _whole(fd, size)), None
         data = _read(fd, start, size)
     except OSError:
         return NO_JOURNAL, None
     finally:
         os.close(fd)
+    # Up to the last whole line: one being appended is read whole by the next run.
+    data = data[: data.rfind(b"\n") + 1]
+    now = Mark(journal, start + len(data))
     return now, frozenset(data.decode("utf-8", "surrogateescape").split("\n")) - {""}
 
 
@@ -141,13 +157,30 @@ def journal_mark(root: Path | str, zone: str) -> Mark:
     except OSError:
         return NO_JOURNAL
     try:
-        size = os.fstat(fd).st_size
-        journal = _journal_id(os.pread(fd, _HEADER_SIZE, 0))
+        journal = _journal_id(os.pread(fd, _HEADER_OCTETS, 0))
+        size = _whole(fd, os.fstat(fd).st_size)
     except OSError:
         return NO_JOURNAL
     finally:
         os.close(fd)
     return NO_JOURNAL if journal is None else Mark(journal, size)
+
+
+def _whole(fd: int, size: int) -> int:
+    """Where the last whole line of the open journal ``fd`` (``size`` octets) ends: a
+    line being appended is not passed over."""
+    start = max(size - 4096, 0)
+    tail = os.pread(fd, size - start, start)
+    return start + tail.rfind(b"\n") + 1 if b"\n" in tail else size
+
+
+def _head(path: str) -> bytes:
+    """The first bytes of the file at ``path`` (as many as a journal's first line)."""
+    try:
+        with open(path, "rb") as handle:  # noqa: PTH123 (a str path)
+            return handle.read(_HEADER_OCTETS)
+    except OSError:
+        return b""
 
 
 def _journal_id(header: bytes) -> str | None:

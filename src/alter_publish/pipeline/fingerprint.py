@@ -195,35 +195,82 @@ class Inputs:
 
 def lines_digest(lines: Sequence[str]) -> str:
     """SHA-256 of handle key ``stat`` lines (what a record keeps of them)."""
-    return hashlib.sha256("".join(f"{line}\n" for line in lines).encode()).hexdigest()
+    return hashlib.sha256(("\n".join(lines) + "\n").encode()).hexdigest()
+
+
+@dataclass(frozen=True, slots=True)
+class KeyLines:
+    """Handle key ``stat`` lines (:func:`handle_key_lines`, one per handle of a record)
+    and where the key store's journal stood before they were taken: a key the store
+    wrote after ``mark`` is named in the journal past it."""
+
+    lines: tuple[str, ...]
+    mark: Mark
 
 
 def key_lines(
     root: Path | str,
     zone: str,
     handle_keys: Sequence[tuple[str, int]],
-    recorded: Sequence[str] | None,
-    mark: Mark,
+    recorded: KeyLines | None,
     *,
     jobs: int = 1,
-) -> tuple[list[str], Mark]:
-    """The :func:`handle_key_lines` of ``handle_keys`` now, and where the key store's
-    journal stood when they were taken: ``recorded`` (lines taken when it stood at
-    ``mark``) with the lines of the handles it names since taken anew, or every line
-    taken (no ``recorded``, or the journal cannot tell). The journal is read before any
-    line is taken: a key written meanwhile is named again after it."""
-    if recorded is None or len(recorded) != len(handle_keys):
-        now = journal_mark(root, zone)
-        return handle_key_lines(handle_keys, jobs=jobs), now
-    now, touched = changes_since(root, zone, mark)
+) -> KeyLines:
+    """The lines of ``handle_keys`` now: ``recorded`` with the lines of the handles the
+    journal names since taken anew, or every line taken (no ``recorded``, or the
+    journal cannot tell). The journal is read before any line is taken."""
+    if recorded is None or len(recorded.lines) != len(handle_keys):
+        return all_key_lines(root, zone, handle_keys, jobs=jobs)
+    now, touched = changes_since(root, zone, recorded.mark)
     if touched is None:
-        return handle_key_lines(handle_keys, jobs=jobs), now
-    lines = list(recorded)
+        return all_key_lines(root, zone, handle_keys, jobs=jobs)
     indices = touched_indices(root, zone, handle_keys, touched)
+    return KeyLines(_taken_anew(recorded.lines, handle_keys, indices, jobs), now)
+
+
+def all_key_lines(
+    root: Path | str, zone: str, handle_keys: Sequence[tuple[str, int]], *, jobs: int = 1
+) -> KeyLines:
+    """Every line of ``handle_keys``, taken after the journal's mark is read."""
+    mark = journal_mark(root, zone)
+    return KeyLines(tuple(handle_key_lines(handle_keys, jobs=jobs)), mark)
+
+
+def recorded_key_lines(
+    root: Path | str,
+    zone: str,
+    handle_keys: Sequence[tuple[str, int]],
+    taken: KeyLines,
+    own: Iterable[int],
+    *,
+    jobs: int = 1,
+) -> KeyLines:
+    """What a patch run records of its key lines: ``taken`` (the last run's, with the
+    handles named since its mark and those at ``own`` taken anew: the handles this run
+    signed). When the journal names, since ``taken.mark``, only handles of ``own`` (the
+    keys this run made itself, e.g. ``--create-keys``), the record moves past them;
+    when it names another (a key written beside this run, after its lines were taken),
+    it keeps ``taken.mark``, so the next run looks at that handle's key again."""
+    now, touched = changes_since(root, zone, taken.mark)
+    if touched is None:
+        return taken
+    indices = touched_indices(root, zone, handle_keys, touched)
+    if not set(indices) <= set(own):
+        return taken
+    return KeyLines(_taken_anew(taken.lines, handle_keys, indices, jobs), now)
+
+
+def _taken_anew(
+    lines: Sequence[str], handle_keys: Sequence[tuple[str, int]], indices: list[int], jobs: int
+) -> tuple[str, ...]:
+    """``lines`` with those at ``indices`` taken again."""
+    if not indices:
+        return tuple(lines)
+    found = list(lines)
     taken = handle_key_lines([handle_keys[index] for index in indices], jobs=jobs)
     for index, line in zip(indices, taken, strict=True):
-        lines[index] = line
-    return lines, now
+        found[index] = line
+    return tuple(found)
 
 
 def touched_indices(

@@ -33,6 +33,7 @@ from typing import Any, TypeVar, cast, overload
 
 from alter_publish.errors import RenderError
 from alter_publish.fileio import Chunk, atomic_write_bytes
+from alter_publish.keys.journal import NO_JOURNAL, Mark
 from alter_publish.mapped import Bytes, MappedFile
 
 MEMO_FORMAT = "alter-publish/memo/3"
@@ -163,6 +164,7 @@ class Memo:
         refs: each handle's ref, in definition order.
         entries: each handle's entry text in the definition.
         keys: each handle's key ``stat`` line (``fingerprint.handle_key_lines``).
+        keys_mark: where the key store's journal stood before ``keys`` were taken.
         ttls: each handle's TTL.
         dues: when each handle's envelope falls due for renewal (``memory.envelope_due``).
         log: the IdentityLog's Merkle tree frontier after that run (``MerkleTree.resume``).
@@ -194,8 +196,7 @@ class Memo:
     apex: tuple[int, int]
     envelopes: Sequence[int]
     envelopes_serial_at: int
-    #: Where the key store's journal stood when ``keys`` were taken (``Mark.to_text``).
-    keys_mark: str = "-"
+    keys_mark: Mark = NO_JOURNAL
 
     def to_bytes(self) -> bytes:
         """JSON form (offsets as base64 of little-endian 64-bit integers)."""
@@ -203,6 +204,7 @@ class Memo:
         for name in self.__slots__:
             value = getattr(self, name)
             doc[name] = _packed(value) if name in _PACKED else value
+        doc["keys_mark"] = self.keys_mark.to_text()
         return json.dumps(doc, separators=(",", ":")).encode()
 
     @classmethod
@@ -229,7 +231,7 @@ class Memo:
                 apex=(int(doc["apex"][0]), int(doc["apex"][1])),
                 envelopes=_unpacked(doc["envelopes"]),
                 envelopes_serial_at=int(doc["envelopes_serial_at"]),
-                keys_mark=str(doc["keys_mark"]),
+                keys_mark=Mark.from_text(doc["keys_mark"]),
             )
         except (OSError, ValueError, KeyError, TypeError, IndexError, AttributeError):
             return None

@@ -19,15 +19,16 @@ from alter_publish.dns.records import (
 from alter_publish.format.envelope import (
     CLOCK_SKEW_SECONDS,
 )
-from alter_publish.keys.journal import NO_JOURNAL, Mark
+from alter_publish.keys.journal import NO_JOURNAL
 from alter_publish.pipeline.build import Layout, ZonePlan, dnssec_summary
 from alter_publish.pipeline.context import RunContext
 from alter_publish.pipeline.fingerprint import (
     Fingerprint,
+    KeyLines,
+    all_key_lines,
     fingerprint_inputs,
     fingerprint_path,
     forget,
-    key_lines,
     lines_digest,
 )
 from alter_publish.pipeline.incremental import (
@@ -68,19 +69,19 @@ def valid_span(
     return start, stop
 
 
-def record_fingerprint(ctx: RunContext, plan: ZonePlan, source: str) -> tuple[Sequence[str], Mark]:
+def record_fingerprint(ctx: RunContext, plan: ZonePlan, source: str) -> KeyLines:
     """After a written run: record it (``source``: the definition's text as read) if
     proven (``ctx.verify``), else drop any older record.
 
     Returns:
-        The handles' key ``stat`` lines it recorded and where the key store's journal
-        stood when they were taken (none when not proven).
+        The handles' key ``stat`` lines it recorded, every one taken now (none when not
+        proven).
     """
     spec = plan.spec
     path = fingerprint_path(ctx.out, spec.path)
     if not ctx.verify:
         forget(path)
-        return [], NO_JOURNAL
+        return KeyLines((), NO_JOURNAL)
     handle_keys = tuple(
         (ctx.keys.handle_dir_text(spec.origin, item.spec.handle), item.envelope.epoch)
         for item in plan.signed
@@ -96,7 +97,9 @@ def record_fingerprint(ctx: RunContext, plan: ZonePlan, source: str) -> tuple[Se
         summary["tls_files"] = files
     summary |= spec.log.to_mapping()
     span = valid_span(plan.signed, plan.state.signatures, spec)
-    return write_fingerprint(ctx, spec, source, handle_keys, (None, NO_JOURNAL), span, summary)
+    keys = all_key_lines(ctx.keys.root, spec.origin, handle_keys, jobs=ctx.jobs)
+    write_fingerprint(ctx, spec, source, handle_keys, keys, span, summary)
+    return keys
 
 
 def write_fingerprint(
@@ -104,20 +107,12 @@ def write_fingerprint(
     spec: ZoneSpec,
     source: str,
     handle_keys: tuple[tuple[str, int], ...],
-    taken: tuple[Sequence[str] | None, Mark],
+    keys: KeyLines,
     span: tuple[int, int],
     summary: Mapping[str, Any],
-) -> tuple[Sequence[str], Mark]:
-    """Record a proven, written run of ``spec`` (see :mod:`fingerprint`); ``taken``: the
-    handle key lines the run took and where the key store's journal stood then (None:
-    none taken), brought up to date with the journal first.
-
-    Returns:
-        The handle key lines recorded, and where the journal stood when they were taken.
-    """
-    lines, mark = key_lines(
-        ctx.keys.root, spec.origin, handle_keys, taken[0], taken[1], jobs=ctx.jobs
-    )
+) -> None:
+    """Record a proven, written run of ``spec`` (see :mod:`fingerprint`); ``keys``: the
+    lines of its ``handle_keys``."""
     zone_keys_dir = str(ctx.keys.zones.directory(spec.origin))
     inputs = fingerprint_inputs(
         ctx,
@@ -128,7 +123,7 @@ def write_fingerprint(
         source,
         tls_files=[str(name) for name in summary.get("tls_files", ())],
     )
-    keys_digest = lines_digest(lines)
+    keys_digest = lines_digest(keys.lines)
     Fingerprint(
         digest=inputs.digest(keys_digest),
         valid_from=span[0],
@@ -138,9 +133,8 @@ def write_fingerprint(
         handle_keys=handle_keys,
         summary=summary,
         keys_digest=keys_digest,
-        keys_mark=mark,
+        keys_mark=keys.mark,
     ).write(fingerprint_path(ctx.out, spec.path))
-    return lines, mark
 
 
 def tls_files(spec: ZoneSpec) -> list[str]:
@@ -175,7 +169,7 @@ def record_memo(
     ctx: RunContext,
     plan: ZonePlan,
     source: str,
-    keys: tuple[Sequence[str], Mark],
+    keys: KeyLines,
     envelope_starts: Sequence[int],
 ) -> None:
     """After a written full run: leave the memo the next run may patch from (none unless
@@ -183,19 +177,19 @@ def record_memo(
     path = memo_path(ctx.out, plan.spec.path)
     memo = None
     if ctx.verify and plan.layout is not None and shipped_templates(ctx.templates):
-        memo = _full_memo(plan, split_entries(source), plan.layout, keys[0], envelope_starts)
+        memo = _full_memo(plan, split_entries(source), plan.layout, keys, envelope_starts)
     if memo is None:
         forget(path)
         return
     base = base_digest(ctx, plan.spec.path, plan.spec.origin, memo[1])
-    dataclasses.replace(memo[0], base=base, keys_mark=keys[1].to_text()).write(path)
+    dataclasses.replace(memo[0], base=base).write(path)
 
 
 def _full_memo(
     plan: ZonePlan,
     entries: Entries | None,
     layout: Layout,
-    handle_lines: Sequence[str],
+    keys: KeyLines,
     envelope_starts: Sequence[int],
 ) -> tuple[Memo, Entries] | None:
     spec = plan.spec
@@ -222,7 +216,8 @@ def _full_memo(
         base="",
         refs=tuple(item.spec.handle.ref for item in plan.signed),
         entries=entries.texts,
-        keys=tuple(handle_lines),
+        keys=keys.lines,
+        keys_mark=keys.mark,
         ttls=tuple(item.spec.ttl for item in plan.signed),
         dues=tuple(envelope_due(item, spec) for item in plan.signed),
         log=plan.log_frontier,

@@ -49,7 +49,7 @@ from alter_publish.pipeline.chain import (
 )
 from alter_publish.pipeline.commit import Chunks, Writes, commit
 from alter_publish.pipeline.context import ProvenRun, RunContext, ZoneStart
-from alter_publish.pipeline.fingerprint import handle_key_lines
+from alter_publish.pipeline.fingerprint import KeyLines, handle_key_lines, recorded_key_lines
 from alter_publish.pipeline.incremental import (
     PATCH_OWNER_SCANS,
     Edit,
@@ -588,18 +588,18 @@ class Patched:
         span = (max(record.valid_from, valid_from), until)
         summary = self._summary()
         entries = self.base.entries
-        lines, mark = write_fingerprint(
-            ctx,
-            spec,
-            entries.text,
+        keys = recorded_key_lines(
+            ctx.keys.root,
+            spec.origin,
             self.handle_keys,
-            (self.handle_lines, self.base.keys[1]),
-            span,
-            summary,
+            KeyLines(self.handle_lines, self.base.keys.mark),
+            self.base.changed,
+            jobs=ctx.jobs,
         )
+        write_fingerprint(ctx, spec, entries.text, self.handle_keys, keys, span, summary)
         base = base_digest(ctx, spec.path, spec.origin, entries)
-        memo = dataclasses.replace(self.memo, base=base, keys=tuple(lines))
-        dataclasses.replace(memo, keys_mark=mark.to_text()).write(memo_path(ctx.out, spec.path))
+        memo = dataclasses.replace(self.memo, base=base, keys=keys.lines, keys_mark=keys.mark)
+        memo.write(memo_path(ctx.out, spec.path))
 
 
 def _source(old: Bytes) -> MappedFile | memoryview:
@@ -641,7 +641,7 @@ def patched(ctx: RunContext, start: ZoneStart) -> Patched | None:
         log_text = None if rendered.log is None else rendered.log.texts[0]
         proof = prove_patch(ctx, base, chained.expectations, log_text, mini, outputs[2])
     envelope_edits, added_lines = _envelope_edits(base, signed, rendered)
-    handle_keys, lines = _handle_keys(ctx, base, signed, base.keys[0])
+    handle_keys, lines = _handle_keys(ctx, base, signed, base.keys.lines)
     ttls = respliced(base.memo.ttls, base.removed, dict.fromkeys(base.added, 0))
     dues = respliced(base.memo.dues, base.removed, dict.fromkeys(base.added, 0))
     for index, item in zip(base.changed, signed, strict=True):

@@ -35,9 +35,8 @@ from alter_publish.dns.zonelines import read_zone_records
 from alter_publish.dns.zonetext import parse_zone_text
 from alter_publish.errors import AlterError, DefinitionError, UnsupportedZoneError
 from alter_publish.format.handles import parse_handle
-from alter_publish.keys.journal import NO_JOURNAL, Mark
 from alter_publish.pipeline.context import RunContext, ZoneStart
-from alter_publish.pipeline.fingerprint import Fingerprint, key_lines
+from alter_publish.pipeline.fingerprint import Fingerprint, KeyLines, key_lines
 from alter_publish.pipeline.incremental import (
     PATCH_MAX_SHARE,
     Alignment,
@@ -64,9 +63,8 @@ class PatchBase:
 
     record: Fingerprint
     memo: Memo
-    #: The memo's handles' key ``stat`` lines now, and where the key store's journal
-    #: stood when they were taken (``fingerprint.key_lines``).
-    keys: tuple[Sequence[str], Mark]
+    #: The memo's handles' key ``stat`` lines now (``fingerprint.key_lines``).
+    keys: KeyLines
     entries: Entries
     olds: tuple[int | None, ...]
     changed: tuple[int, ...]  # indexes into ``olds``
@@ -103,10 +101,11 @@ def renewable(previous: SignatureWindow | None, window: SignatureWindow, spec: D
 
 
 def _changed_entries(
-    ctx: RunContext, start: ZoneStart, record: Fingerprint, memo: Memo, key_lines: Sequence[str]
-) -> tuple[Entries, Alignment, int] | None:
+    ctx: RunContext, start: ZoneStart, record: Fingerprint, memo: Memo
+) -> tuple[Entries, Alignment, int, KeyLines] | None:
     """The definition's entries, how they stand against the memo's (the handles whose
-    envelope falls due among those to sign) and how many are signed only for that; None
+    envelope falls due among those to sign), how many are signed only for that and the
+    key lines now (:func:`memo_key_lines`, taken once the cheaper checks passed); None
     when the definition or anything else the memo rests on is not as it was."""
     if ctx.now < record.valid_from:
         return None  # the clock went back: a full run says what that means
@@ -115,11 +114,12 @@ def _changed_entries(
     except DefinitionError:
         return None  # the full run says what is wrong
     count = len(memo.refs)
-    if entries is None or not entries.texts or len(key_lines) != count:
+    if entries is None or not entries.texts or len(record.handle_keys) != count:
         return None
     if base_digest(ctx, start.definition, memo.zone, entries) != memo.base:
         return None
-    alignment = align_entries(memo.entries, memo.keys, entries.texts, key_lines)
+    keys = memo_key_lines(ctx, record, memo)
+    alignment = align_entries(memo.entries, memo.keys, entries.texts, keys.lines)
     if alignment is None:
         return None
     # Handles whose envelope falls due are signed again like edits (the chain renews them).
@@ -132,7 +132,7 @@ def _changed_entries(
     if len(due) > len(memo.refs) * RENEW_MAX_SHARE:
         return None  # most of the zone falls due: a full run is as quick
     signed = tuple(sorted(set(alignment.signed) | set(due)))
-    return entries, Alignment(alignment.olds, signed), len(signed) - len(alignment.signed)
+    return entries, Alignment(alignment.olds, signed), len(signed) - len(alignment.signed), keys
 
 
 def _matched(
@@ -183,11 +183,10 @@ def patch_base(ctx: RunContext, start: ZoneStart) -> PatchBase | None:
         return None
     if not shipped_templates(ctx.templates):
         return None
-    keys = memo_key_lines(ctx, record, memo)
-    found = _changed_entries(ctx, start, record, memo, keys[0])
+    found = _changed_entries(ctx, start, record, memo)
     if found is None:
         return None
-    entries, alignment, renewals = found
+    entries, alignment, renewals, keys = found
     try:
         zone = load_zone_text(entries.header, start.definition)
         handle_specs: tuple[HandleSpec, ...] = ()
@@ -242,15 +241,11 @@ def patch_base(ctx: RunContext, start: ZoneStart) -> PatchBase | None:
     )
 
 
-def memo_key_lines(ctx: RunContext, record: Fingerprint, memo: Memo) -> tuple[list[str], Mark]:
+def memo_key_lines(ctx: RunContext, record: Fingerprint, memo: Memo) -> KeyLines:
     """The key ``stat`` lines of the record's handles now: the memo's, with those of the
     handles the key store's journal names since taken anew (``fingerprint.key_lines``)."""
-    try:
-        mark = Mark.from_text(memo.keys_mark)
-    except ValueError:
-        mark = NO_JOURNAL
-    recorded = memo.keys if mark != NO_JOURNAL or memo.keys_mark == "-" else None
-    return key_lines(ctx.keys.root, record.zone, record.handle_keys, recorded, mark, jobs=ctx.jobs)
+    recorded = KeyLines(memo.keys, memo.keys_mark)
+    return key_lines(ctx.keys.root, record.zone, record.handle_keys, recorded, jobs=ctx.jobs)
 
 
 def prove_patch(
