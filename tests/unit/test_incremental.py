@@ -5,7 +5,9 @@ from __future__ import annotations
 
 import bisect
 import itertools
+import os
 from pathlib import Path
+from typing import Any
 
 import pytest
 from hypothesis import example, given
@@ -313,7 +315,7 @@ def test_owner_entries_are_found_in_the_log_bytes(tmp_path: Path) -> None:
     ]
     path.write_text("".join(entry.to_line() for entry in entries))
     raw, log = read_owner_entries(path, ["_alter.a.z.", "_alter.c.z.", "_alter.none.z."])
-    assert raw == path.read_bytes()
+    assert bytes(raw) == path.read_bytes()
     assert log.entries == (entries[0], entries[2], entries[4])
     append_lines(path, raw, [LogEntry("_alter.d.z.", "v=alter1; five")])
     assert read_log(path).entries[-1] == LogEntry("_alter.d.z.", "v=alter1; five")
@@ -362,3 +364,30 @@ def test_a_document_of_some_entries_keeps_each_on_its_line(indexes: list[int]) -
     assert [item.mark.line for item in parsed] == [
         text.count("\n", 0, entries.offsets[index]) + 1 for index in indexes
     ]
+
+
+def test_a_patch_appends_to_the_log_by_the_kernels_copy(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The log's bytes are copied by ``copy_file_range`` into the new file, not written
+    from this process nor read back to compare (35 MB and 0.13 s a patch at 100,000
+    handles, and growing with the log)."""
+    path = tmp_path / "z.log"
+    entries = [LogEntry(f"_alter.u{n}.z.", f"v=alter1; {n:0200}") for n in range(2000)]
+    path.write_text("".join(entry.to_line() for entry in entries))
+    before = path.read_bytes()
+    copied: list[int] = []
+    real = os.copy_file_range
+
+    def counted(src: int, dst: int, count: int, *args: Any) -> int:
+        done = real(src, dst, count, *args)
+        copied.append(done)
+        return done
+
+    monkeypatch.setattr(os, "copy_file_range", counted)
+    raw, _ = read_owner_entries(path, ["_alter.u7.z."])
+    append_lines(path, raw, [LogEntry("_alter.new.z.", "v=alter1; new")])
+    assert sum(copied) == len(before)
+    assert (
+        path.read_bytes() == before + LogEntry("_alter.new.z.", "v=alter1; new").to_line().encode()
+    )

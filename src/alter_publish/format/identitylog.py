@@ -15,6 +15,7 @@ from pathlib import Path
 
 from alter_publish.errors import RenderError
 from alter_publish.fileio import atomic_write_chunks, atomic_write_text
+from alter_publish.mapped import Bytes, MappedFile, read_mapped
 
 LEAF_PREFIX = b"\x00"
 NODE_PREFIX = b"\x01"
@@ -172,20 +173,21 @@ def read_log(path: Path) -> IdentityLog:
     return IdentityLog(path=path, entries=tuple(entries))
 
 
-def read_owner_entries(path: Path, owners: Iterable[str]) -> tuple[bytes, IdentityLog]:
-    """The log file's bytes, and just the entries at ``owners`` (in log order): what
-    :class:`LogIndex` needs to judge those owners, without splitting the whole log.
+def read_owner_entries(path: Path, owners: Iterable[str]) -> tuple[Bytes, IdentityLog]:
+    """The log file's bytes (mapped: :func:`append_lines` has the kernel copy them), and
+    just the entries at ``owners`` (in log order): what :class:`LogIndex` needs to judge
+    those owners, without splitting the whole log.
 
     Raises:
         RenderError: the file is unreadable, or not ASCII.
     """
     try:
-        raw = path.read_bytes()
+        raw = read_mapped(path)
     except FileNotFoundError:
         return b"", IdentityLog(path=path, entries=())
     except OSError as exc:
         raise RenderError(f"cannot read log: {exc.strerror}", where=str(path)) from exc
-    if not raw.isascii():
+    if not raw[:].isascii():  # a copy of a mapped file's bytes: isascii runs in C
         raise RenderError("log is not ASCII", where=str(path))
     found: list[tuple[int, LogEntry]] = []
     for owner in set(owners):
@@ -203,16 +205,19 @@ def read_owner_entries(path: Path, owners: Iterable[str]) -> tuple[bytes, Identi
     return raw, IdentityLog(path=path, entries=tuple(entry for _, entry in found))
 
 
-def append_lines(path: Path, raw: bytes, new: Sequence[LogEntry]) -> None:
-    """Write the log file ``raw`` with ``new`` appended, atomically (by rename).
+def append_lines(path: Path, raw: Bytes, new: Sequence[LogEntry]) -> None:
+    """Write the log file ``raw`` with ``new`` appended, atomically (by rename; a mapped
+    ``raw`` is copied by the kernel, not through this process, and not compared: the
+    new file is longer).
 
     Raises:
         RenderError: the file could not be written.
     """
     if new:
         tail = "".join(entry.to_line() for entry in new).encode("ascii")
-        separator = b"\n" if raw and not raw.endswith(b"\n") else b""
-        atomic_write_chunks(path, (raw, separator, tail))
+        separator = b"\n" if raw and raw[-1:] != b"\n" else b""
+        head = raw.span(0, len(raw)) if isinstance(raw, MappedFile) else raw
+        atomic_write_chunks(path, (head, separator, tail), compare=False)
 
 
 def append_entries(log: IdentityLog, new: Sequence[LogEntry]) -> IdentityLog:

@@ -93,7 +93,7 @@ class _Chained:
     """The changed handles through the envelope chain, resumed from the memo's log."""
 
     log_path: Path
-    raw_log: bytes
+    raw_log: Bytes
     chain: EnvelopeChain
     expectations: dict[str, Expectation]
 
@@ -111,7 +111,7 @@ def _chain(ctx: RunContext, base: PatchBase) -> _Chained | None:
         raw_log, log = read_owner_entries(log_path, (h.owner for h in spec.handles))
     else:
         log = read_log(log_path)
-        raw_log = log_path.read_bytes() if log.entries else b""
+        raw_log = read_mapped(log_path) if log.entries else b""
     index = LogIndex(log)
     revocations = zone_revocations(spec, index, read_revocations(revocations_path_for(spec.path)))
     if any(item.new for item in revocations.values()):
