@@ -38,6 +38,14 @@ class MappedFile(mmap.mmap):
     kept open (``fd``) for :meth:`span`."""
 
     fd: int = -1
+    #: The file's size and modification time when it was mapped.
+    taken: tuple[int, int] = (0, 0)
+
+    def rewritten(self) -> bool:
+        """True when the file was changed in place since it was mapped (a writer here
+        replaces files by rename: the mapped one stays as it was)."""
+        info = os.fstat(self.fd)
+        return (info.st_size, info.st_mtime_ns) != self.taken
 
     def span(self, start: int, end: int) -> FileSpan:
         """Bytes ``start:end`` as a :class:`FileSpan` (written by the kernel's copy)."""
@@ -84,10 +92,12 @@ def read_mapped(path: Path) -> MappedFile | bytes:
         OSError: the file cannot be opened, read or mapped.
     """
     with path.open("rb") as handle:
-        if os.fstat(handle.fileno()).st_size == 0 or len(_live) >= MAX_LIVE_MAPPINGS:
+        info = os.fstat(handle.fileno())
+        if info.st_size == 0 or len(_live) >= MAX_LIVE_MAPPINGS:
             return handle.read()
         mapped = MappedFile(handle.fileno(), 0, access=mmap.ACCESS_READ)
         mapped.fd = os.dup(handle.fileno())
+        mapped.taken = (info.st_size, info.st_mtime_ns)
         weakref.finalize(mapped, os.close, mapped.fd)
         _live.add(mapped)
         return mapped

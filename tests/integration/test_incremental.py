@@ -181,26 +181,28 @@ def test_runs_look_only_at_the_keys_the_journal_names(
     assert len(taken) >= 2 * 60
 
 
+@pytest.mark.parametrize("rotated", ["~user4", "~user2"], ids=["another", "the signed one"])
 def test_a_key_rotated_while_a_patch_runs_is_patched_in_by_the_next_run(
-    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, rotated: str
 ) -> None:
-    """A rotation that lands after a patch took its key lines, before it recorded them:
-    the record keeps the journal's mark from before, so the next run looks at that key
-    (moving the mark past it would make the next run say nothing changed)."""
+    """A rotation that lands after a patch took its key lines, before it recorded them
+    (of another handle, or of the one it signed, after signing): the record keeps the
+    journal's mark from before, so the next run looks at that key (moving the mark past
+    it would make the next run say nothing changed)."""
     root = _workspace(tmp_path / "ws")
     real = fingerprint.recorded_key_lines
     target = "alter_publish.pipeline.patch.recorded_key_lines"
 
     def rotated_meanwhile(*args: Any, **kwargs: Any) -> Any:
         spec = load_zone(root / "zones" / f"{ZONE}.yaml")
-        rotate(spec, "~user4", keys=KeyStore(root / "keys"), now=NOW + 70)
+        rotate(spec, rotated, keys=KeyStore(root / "keys"), now=NOW + 70)
         monkeypatch.setattr(target, real)
         return real(*args, **kwargs)
 
     monkeypatch.setattr(target, rotated_meanwhile)
     _edit(root, "  - ~user2\n", "  - {handle: ~user2, lifetime: 20d}\n")
     assert _sign(root, NOW + 60).zones[0].patched == ("~user2",)
-    assert _sign(root, NOW + 120).zones[0].patched == ("~user4",)
+    assert _sign(root, NOW + 120).zones[0].patched == (rotated,)
     assert _sign(root, NOW + 180).zones[0].unchanged
 
 

@@ -14,6 +14,7 @@ from hypothesis import example, given
 from hypothesis import strategies as st
 
 from alter_publish.definition.loader import load_yaml_text
+from alter_publish.errors import RenderError
 from alter_publish.format.identitylog import (
     LogEntry,
     MerkleTree,
@@ -391,3 +392,19 @@ def test_a_patch_appends_to_the_log_by_the_kernels_copy(
     assert (
         path.read_bytes() == before + LogEntry("_alter.new.z.", "v=alter1; new").to_line().encode()
     )
+
+
+def test_a_log_rewritten_in_place_while_a_patch_reads_it_is_not_copied(tmp_path: Path) -> None:
+    """The kernel copies the file as it is when the run writes: a log changed in place
+    since the run read and checked it stops the run (one line), the file as it was."""
+    path = tmp_path / "z.log"
+    entries = [LogEntry(f"_alter.u{n}.z.", f"v=alter1; {n:0200}") for n in range(2000)]
+    path.write_text("".join(entry.to_line() for entry in entries))
+    raw, _ = read_owner_entries(path, ["_alter.u7.z."])
+    edited = path.read_bytes().replace(b"_alter.u7.z.", b"_alter.u8.z.")
+    with path.open("r+b") as handle:  # in place, as an editor that does not rename
+        handle.write(edited)
+    os.utime(path, ns=(1, 1))
+    with pytest.raises(RenderError, match="log changed while this run read it"):
+        append_lines(path, raw, [LogEntry("_alter.new.z.", "v=alter1; new")])
+    assert path.read_bytes() == edited

@@ -14,7 +14,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from alter_publish.errors import RenderError
-from alter_publish.fileio import atomic_write_chunks, atomic_write_text
+from alter_publish.fileio import Chunk, atomic_write_chunks, atomic_write_text
 from alter_publish.mapped import Bytes, MappedFile, read_mapped
 
 LEAF_PREFIX = b"\x00"
@@ -216,7 +216,13 @@ def append_lines(path: Path, raw: Bytes, new: Sequence[LogEntry]) -> None:
     if new:
         tail = "".join(entry.to_line() for entry in new).encode("ascii")
         separator = b"\n" if raw and raw[-1:] != b"\n" else b""
-        head = raw.span(0, len(raw)) if isinstance(raw, MappedFile) else raw
+        head: Chunk
+        if isinstance(raw, MappedFile):
+            if raw.rewritten():  # what was read and checked is not what would be copied
+                raise RenderError("log changed while this run read it; run again", where=str(path))
+            head = raw.span(0, len(raw))
+        else:
+            head = raw
         atomic_write_chunks(path, (head, separator, tail), compare=False)
 
 

@@ -66,11 +66,11 @@ def journal_path(root: Path | str, zone: str) -> str:
     return f"{root}/{zone}/{JOURNAL_NAME}"
 
 
-def note(root: Path | str, zone: str, name: str, *, sync: bool = True) -> None:
-    """Append ``name`` (a handle's directory name) to the zone's journal (``sync``: and
-    make it durable), making the journal when there is none, or a new one in place of
-    one whose first line is not a journal's (which would tell nothing ever after);
-    ``keys/<zone>/`` exists: the store made it.
+def note(root: Path | str, zone: str, name: str) -> None:
+    """Append ``name`` (a handle's directory name) to the zone's journal, durably,
+    making the journal when there is none, or a new one in place of one whose first
+    line is not a journal's (which would tell nothing ever after); ``keys/<zone>/``
+    exists: the store made it.
 
     Raises:
         KeyStoreError: it cannot be written.
@@ -82,8 +82,7 @@ def note(root: Path | str, zone: str, name: str, *, sync: bool = True) -> None:
         fd = os.open(path, os.O_WRONLY | os.O_APPEND | os.O_CLOEXEC)
         try:
             os.write(fd, f"{name}\n".encode())  # one short write: never interleaved
-            if sync:
-                os.fsync(fd)
+            os.fsync(fd)
         finally:
             os.close(fd)
     except OSError as exc:
@@ -103,7 +102,8 @@ def _create(path: str) -> None:
     finally:
         os.close(fd)
     try:
-        if os.path.lexists(path) and _journal_id(_head(path)) is None:
+        head = _head(path) if os.path.lexists(path) else None
+        if head is not None and _journal_id(head) is None:
             temp.replace(path)  # unreadable as a journal: a new one (a new id)
         else:
             os.link(temp, path)
@@ -174,13 +174,14 @@ def _whole(fd: int, size: int) -> int:
     return start + tail.rfind(b"\n") + 1 if b"\n" in tail else size
 
 
-def _head(path: str) -> bytes:
-    """The first bytes of the file at ``path`` (as many as a journal's first line)."""
+def _head(path: str) -> bytes | None:
+    """The first bytes of the file at ``path`` (as many as a journal's first line; None:
+    it cannot be read, which does not make it a file to replace)."""
     try:
         with open(path, "rb") as handle:  # noqa: PTH123 (a str path)
             return handle.read(_HEADER_OCTETS)
     except OSError:
-        return b""
+        return None
 
 
 def _journal_id(header: bytes) -> str | None:

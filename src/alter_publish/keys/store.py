@@ -368,7 +368,7 @@ class KeyStore:
                 self.write_rotation(zone, handle, rotation(public_bytes(private_key)))
             # The commit: epochs() lists an epoch once its key is there.
             atomic_write_bytes(key_path, pem, mode=PRIVATE_MODE, error=KeyStoreError)
-            journal.note(self.root, zone, handle.name, sync=False)  # the first one is
+            journal.note(self.root, zone, handle.name)
         return HandleKey(
             handle=handle,
             epoch=epoch,

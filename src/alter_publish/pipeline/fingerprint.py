@@ -241,23 +241,31 @@ def recorded_key_lines(
     zone: str,
     handle_keys: Sequence[tuple[str, int]],
     taken: KeyLines,
-    own: Iterable[int],
+    own: Mapping[int, str],
     *,
     jobs: int = 1,
 ) -> KeyLines:
     """What a patch run records of its key lines: ``taken`` (the last run's, with the
-    handles named since its mark and those at ``own`` taken anew: the handles this run
-    signed). When the journal names, since ``taken.mark``, only handles of ``own`` (the
-    keys this run made itself, e.g. ``--create-keys``), the record moves past them;
-    when it names another (a key written beside this run, after its lines were taken),
-    it keeps ``taken.mark``, so the next run looks at that handle's key again."""
+    handles named since its mark and those this run signed taken anew). ``own``: for
+    each handle this run signed (by index), its line before the run loaded its key (""
+    when it had none: a key the run made, ``--create-keys``).
+
+    When the journal names, since ``taken.mark``, only handles of ``own`` whose key is
+    as the run found or made it (the line now, the line taken after signing and the
+    line before agree), the record moves past them. Otherwise (a key written beside
+    this run, after it took its lines or loaded that key) it keeps ``taken.mark``, so
+    the next run looks at that handle's key again."""
     now, touched = changes_since(root, zone, taken.mark)
     if touched is None:
         return taken
     indices = touched_indices(root, zone, handle_keys, touched)
-    if not set(indices) <= set(own):
+    if not all(index in own for index in indices):
         return taken
-    return KeyLines(_taken_anew(taken.lines, handle_keys, indices, jobs), now)
+    lines = _taken_anew(taken.lines, handle_keys, indices, jobs)
+    for index in indices:
+        if lines[index] != taken.lines[index] or own[index] not in ("", lines[index]):
+            return taken
+    return KeyLines(lines, now)
 
 
 def _taken_anew(

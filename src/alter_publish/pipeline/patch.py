@@ -588,12 +588,14 @@ class Patched:
         span = (max(record.valid_from, valid_from), until)
         summary = self._summary()
         entries = self.base.entries
+        old = self.base  # the key lines before this run loaded any key, then since
+        before = respliced(old.keys.lines, old.removed, dict.fromkeys(old.added, ""))
         keys = recorded_key_lines(
             ctx.keys.root,
             spec.origin,
             self.handle_keys,
-            KeyLines(self.handle_lines, self.base.keys.mark),
-            self.base.changed,
+            KeyLines(self.handle_lines, old.keys.mark),
+            {index: before[index] for index in old.changed},
             jobs=ctx.jobs,
         )
         write_fingerprint(ctx, spec, entries.text, self.handle_keys, keys, span, summary)
