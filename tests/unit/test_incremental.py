@@ -408,3 +408,11 @@ def test_a_log_rewritten_in_place_while_a_patch_reads_it_is_not_copied(tmp_path:
     with pytest.raises(RenderError, match="log changed while this run read it"):
         append_lines(path, raw, [LogEntry("_alter.new.z.", "v=alter1; new")])
     assert path.read_bytes() == edited
+
+
+def test_a_log_that_is_not_ascii_is_refused_by_the_patch_reader(tmp_path: Path) -> None:
+    path = tmp_path / "z.log"
+    entries = [LogEntry(f"_alter.u{n}.z.", f"v=alter1; {n:0200}") for n in range(2000)]
+    path.write_bytes("".join(entry.to_line() for entry in entries).encode() + "é\n".encode())
+    with pytest.raises(RenderError, match="log is not ASCII"):
+        read_owner_entries(path, ["_alter.u7.z."])
