@@ -77,7 +77,7 @@ def note(root: Path | str, zone: str, name: str) -> None:
     """
     path = journal_path(root, zone)
     try:
-        if journal_mark(root, zone) == NO_JOURNAL:
+        if _journal_id(_head(path) or b"") is None:
             _create(path)
         fd = os.open(path, os.O_WRONLY | os.O_APPEND | os.O_CLOEXEC)
         try:

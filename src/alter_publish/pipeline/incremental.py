@@ -203,8 +203,11 @@ class Memo:
         doc: dict[str, Any] = {"format": MEMO_FORMAT}
         for name in self.__slots__:
             value = getattr(self, name)
-            doc[name] = _packed(value) if name in _PACKED else value
-        doc["keys_mark"] = self.keys_mark.to_text()
+            if name in _PACKED:
+                value = _packed(value)
+            elif isinstance(value, Mark):
+                value = value.to_text()
+            doc[name] = value
         return json.dumps(doc, separators=(",", ":")).encode()
 
     @classmethod

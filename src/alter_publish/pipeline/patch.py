@@ -588,19 +588,22 @@ class Patched:
         span = (max(record.valid_from, valid_from), until)
         summary = self._summary()
         entries = self.base.entries
-        old = self.base  # the key lines before this run loaded any key, then since
-        before = respliced(old.keys.lines, old.removed, dict.fromkeys(old.added, ""))
+        base = self.base
+        # The signed handles' key lines before this run loaded their keys ("": added).
+        before = {
+            i: "" if (o := base.olds[i]) is None else base.keys.lines[o] for i in base.changed
+        }
         keys = recorded_key_lines(
             ctx.keys.root,
             spec.origin,
             self.handle_keys,
-            KeyLines(self.handle_lines, old.keys.mark),
-            {index: before[index] for index in old.changed},
+            KeyLines(self.handle_lines, base.keys.mark),
+            before,
             jobs=ctx.jobs,
         )
         write_fingerprint(ctx, spec, entries.text, self.handle_keys, keys, span, summary)
-        base = base_digest(ctx, spec.path, spec.origin, entries)
-        memo = dataclasses.replace(self.memo, base=base, keys=keys.lines, keys_mark=keys.mark)
+        digest = base_digest(ctx, spec.path, spec.origin, entries)
+        memo = dataclasses.replace(self.memo, base=digest, keys=keys.lines, keys_mark=keys.mark)
         memo.write(memo_path(ctx.out, spec.path))
 
 
