@@ -176,9 +176,20 @@ def test_an_expired_server_serves_signatures_past_their_expiry(
         anchor_ds=hierarchy.zone_ds,
     )
     assert direct.status == "bogus", direct.output
-    # unbound drops ns2's bogus answer and asks ns1.
-    response = resolver_query(hierarchy, hierarchy.probe_name, "TXT")
-    assert response.flags & dns.flags.AD, describe(response)
+    # unbound drops ns2's bogus answer and asks ns1. It picks between the two at
+    # random and gives up after a few bogus answers (CI once saw ns2 picked twice
+    # and a SERVFAIL), so a client may have to ask again: up to three fresh tries,
+    # and the answer that validates is ns1's.
+    answers = []
+    for _ in range(3):
+        hierarchy_lab.resolver.flush()
+        response = resolver_query(hierarchy, hierarchy.probe_name, "TXT")
+        answers.append(describe(response))
+        if response.flags & dns.flags.AD:
+            break
+    assert response.flags & dns.flags.AD, answers
+    fresh = hierarchy_lab.ns1.query(hierarchy.probe_name, "TXT")
+    assert _txt(response, hierarchy.probe_name) == _txt(fresh, hierarchy.probe_name)
 
 
 def test_disagreeing_glue_points_ns2_elsewhere(hierarchy_lab: HierarchyLab) -> None:
