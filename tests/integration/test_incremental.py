@@ -10,6 +10,7 @@ from __future__ import annotations
 import array
 import base64
 import json
+import resource
 import shutil
 from collections.abc import Callable
 from pathlib import Path
@@ -20,6 +21,7 @@ import pytest
 from alter_publish import pipeline
 from alter_publish.definition.model import load_zone
 from alter_publish.dns.zonekeys import ZoneKeyRole
+from alter_publish.errors import RenderError
 from alter_publish.keys import commands as keyops
 from alter_publish.keys.lifecycle import rotate
 from alter_publish.keys.store import KeyStore
@@ -430,3 +432,36 @@ def test_an_edit_made_while_a_run_goes_on_is_published_by_the_next(
     assert not report.zones[0].unchanged
     assert report.zones[0].patched == ("~user8",)
     assert "https://patch.example/8" in (root / f"build/{ZONE}.zone").read_text()
+
+
+def test_a_patch_whose_outputs_cannot_be_written_keeps_the_set_and_the_next_run_mends_it(
+    tmp_path: Path,
+) -> None:
+    # The new generation is written in a thread while the record is made: what fails
+    # there reaches the run as its one error, the set readers see stays whole, and
+    # the generation is dropped.
+    root = _workspace(tmp_path / "ws")
+    before = {name: _read(root / name) for name in OUTPUTS[:3]}
+    _edit(root, "  - ~user8\n", "  - {handle: ~user8, resolver: 'https://patch.example/8'}\n")
+    small = [
+        (root / name).stat().st_size for name in (f"zones/{ZONE}.log", f"zones/{ZONE}.state.json")
+    ]
+    large = min((root / name).stat().st_size for name in OUTPUTS[:2])
+    limit = max(small) + 4096  # room for the log's new entry and the state; not for the zone
+    assert limit < large
+    soft, hard = resource.getrlimit(resource.RLIMIT_FSIZE)
+    resource.setrlimit(resource.RLIMIT_FSIZE, (limit, hard))
+    try:
+        with pytest.raises(RenderError, match="cannot write: File too large"):
+            _sign(root, NOW + 60)
+    finally:
+        resource.setrlimit(resource.RLIMIT_FSIZE, (soft, hard))
+    assert {name: _read(root / name) for name in OUTPUTS[:3]} == before
+    store = root / "build" / f".{ZONE}.outputs"
+    assert not [entry.name for entry in store.iterdir() if entry.name.endswith(".staging")]
+    twin = tmp_path / "twin"
+    shutil.copytree(root, twin)
+    assert _sign(root, NOW + 120).ok  # in full: the log went ahead of the record
+    assert _sign(twin, NOW + 120, incremental=False).ok
+    for name in OUTPUTS:
+        assert _read(root / name) == _read(twin / name), name

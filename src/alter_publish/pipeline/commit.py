@@ -8,7 +8,9 @@ set or the whole new one.
 from __future__ import annotations
 
 import json
+import threading
 from collections.abc import Callable, Iterable, Iterator
+from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -72,40 +74,157 @@ def commit(ctx: RunContext, writes: Writes) -> list[str]:
     Raises:
         RenderError: a file cannot be written or a stale DS file removed.
     """
+    with committing(ctx, writes) as pending:
+        return pending.finish()
+
+
+@contextmanager
+def committing(ctx: RunContext, writes: Writes) -> Iterator[Commit]:
+    """:func:`commit` in steps: the new generation's files are written in a thread from
+    the start (when they are bytes in hand), so the caller's own work overlaps the
+    copies and syncs; :meth:`Commit.finish` writes the log and state and switches.
+    Left without finishing (an error, an interrupt before it), the generation is
+    dropped. Ctrl-C and SIGTERM wait until the block ends.
+
+    Raises:
+        RenderError: the output set cannot be prepared.
+    """
     # Ctrl-C and SIGTERM wait until the zone's log, state and outputs are all written.
     with deferred_interrupts():
-        return _commit(ctx, writes)
+        pending = Commit(ctx, writes)
+        try:
+            yield pending
+        finally:
+            pending.close()
 
 
-def _commit(ctx: RunContext, writes: Writes) -> list[str]:
-    dry_run = ctx.check
-    write = content_differs if dry_run else atomic_write_bytes
-    written: list[str] = []
-    if writes.append_log is not None:
-        if not dry_run:
-            writes.append_log()
-        written.append(str(writes.log_path))
-    if writes.publication is not None:
+class Commit:
+    """One zone's writes under way (:func:`committing`)."""
+
+    def __init__(self, ctx: RunContext, writes: Writes) -> None:
+        self.ctx = ctx
+        self.writes = writes
+        self.outputs = zone_outputs(ctx.out, writes.zone)
+        self._staging: Staging | None = None
+        self._files: _Files | None = None
+        if not ctx.check and _in_hand(writes):
+            self._staging = self.outputs.stage()
+            self._files = _Files(self._staging, self.outputs, writes)
+
+    def finish(self) -> list[str]:
+        """Write the log, the state, then switch to the new outputs; what was (or with
+        ``check``, would be) written.
+
+        Raises:
+            RenderError: a file cannot be written or a stale DS file removed.
+        """
+        ctx, writes = self.ctx, self.writes
+        dry_run = ctx.check
+        write = content_differs if dry_run else atomic_write_bytes
+        written: list[str] = []
+        if writes.append_log is not None:
+            if not dry_run:
+                writes.append_log()
+            written.append(str(writes.log_path))
+        if writes.publication is not None:
+            if dry_run:
+                if writes.publication.new_note is not None:
+                    written.append(str(writes.publication.history.path))
+            else:
+                written += write_publication(writes.publication)
+        state_path = state_path_for(writes.definition)
+        outputs = self.outputs
+        current = outputs.current()
+        published = None if current == outputs.out else _manifest(current).get("zone_sha256")
+        state = writes.state.replacing(SerialState.read(state_path), published)
+        if write(state_path, state.to_text().encode()):
+            written.append(str(state_path))
+        if not dry_run and written:  # the log and state are on disk before any output
+            _durable({writes.log_path.parent, state_path.parent})
         if dry_run:
-            if writes.publication.new_note is not None:
-                written.append(str(writes.publication.history.path))
+            return written + _would_write(outputs, writes)
+        if self._staging is None or self._files is None:  # text: written here and now
+            self._staging = staging = outputs.stage()
+            files = _stage_files(staging, outputs, writes)
         else:
-            written += write_publication(writes.publication)
-    state_path = state_path_for(writes.definition)
-    outputs = zone_outputs(ctx.out, writes.zone)
-    current = outputs.current()
-    published = None if current == outputs.out else _manifest(current).get("zone_sha256")
-    state = writes.state.replacing(SerialState.read(state_path), published)
-    if write(state_path, state.to_text().encode()):
-        written.append(str(state_path))
-    if not dry_run and written:  # the log and state are on disk before any output
-        _durable({writes.log_path.parent, state_path.parent})
-    if dry_run:
-        return written + _would_write(outputs, writes)
-    switched = _switch(outputs, writes)
-    if state.previous_zone_sha256 is not None:  # the outputs hold the new zone now
-        atomic_write_bytes(state_path, state.switched().to_text().encode())
-    return written + switched
+            staging, files = self._staging, self._files.result()
+        switched = self._switch(staging, files)
+        if state.previous_zone_sha256 is not None:  # the outputs hold the new zone now
+            atomic_write_bytes(state_path, state.switched().to_text().encode())
+        return written + switched
+
+    def _switch(self, staging: Staging, written: list[str]) -> list[str]:
+        """Switch the whole set at once to the generation written; nothing written: the
+        set stays."""
+        self._staging = None
+        try:
+            if written:
+                manifest = {"zone_sha256": self.writes.state.zone_sha256}
+                atomic_write_bytes(staging.path(MANIFEST), json.dumps(manifest).encode())
+                staging.switch()
+                return written
+            staging.abandon()
+        except BaseException:
+            staging.abandon()
+            raise
+        return self.outputs.ensure_links()
+
+    def close(self) -> None:
+        """Wait for the files being written; drop a generation never switched to."""
+        if self._files is not None:
+            self._files.wait()
+        if self._staging is not None:
+            self._staging.abandon()
+            self._staging = None
+
+
+def _in_hand(writes: Writes) -> bool:
+    """True when every output's new content is bytes in hand (chunks of a patch): they
+    may be written in a thread, away from what the run goes on to do. Text is rendered
+    as it is written, in the run's own thread."""
+    return all(
+        not isinstance(content, Text)
+        for content in (writes.zone_file, writes.envelopes_file, writes.ds)
+    )
+
+
+class _Files:
+    """The files of a new generation, written in a thread: the kernel's copies and the
+    syncs hold no lock, so the run's own work goes on meanwhile."""
+
+    def __init__(self, staging: Staging, outputs: OutputSet, writes: Writes) -> None:
+        self._staging = staging
+        self._outputs = outputs
+        self._writes = writes
+        self._written: list[str] = []
+        self._error: BaseException | None = None
+        self._thread: threading.Thread | None = threading.Thread(
+            target=self._run, name="outputs", daemon=True
+        )
+        self._thread.start()
+
+    def _run(self) -> None:
+        try:
+            self._written = _stage_files(self._staging, self._outputs, self._writes)
+        except BaseException as exc:  # raised again in the run's thread
+            self._error = exc
+
+    def wait(self) -> None:
+        """Wait until the files are written (or writing them failed)."""
+        if self._thread is not None:
+            self._thread.join()
+            self._thread = None
+
+    def result(self) -> list[str]:
+        """The outputs written into the generation.
+
+        Raises:
+            RenderError: one could not be written (what the thread raised).
+        """
+        self.wait()
+        if self._error is not None:
+            raise self._error
+        return self._written
 
 
 def _durable(directories: set[Path]) -> None:
@@ -162,34 +281,23 @@ def _differs(path: Path, content: Text | Chunks | bytes) -> bool:
     return content_differs(path, content)
 
 
-def _switch(outputs: OutputSet, writes: Writes) -> list[str]:
-    """Write the files that changed into a new generation of the set (the others carried
-    over), then switch the whole set at once; nothing changed: the set stays.
+def _stage_files(staging: Staging, outputs: OutputSet, writes: Writes) -> list[str]:
+    """Write the files that changed into the new generation (the others carried over);
+    the outputs written.
 
     Raises:
-        RenderError: a file cannot be written, or the set cannot be switched.
+        RenderError: a file cannot be written.
     """
-    staging = outputs.stage()
     written: list[str] = []
-    try:
-        for name, content in _contents(outputs, writes).items():
-            if content == b"":  # a DS left at the registrar for an unsigned zone makes it
-                if staging.previous_path(name).exists():  # bogus: none is offered
-                    written.append(f"{outputs.out / name} (removed: the zone is unsigned)")
-            elif content is not None and _write(staging, name, content):
-                written.append(str(outputs.out / name))
-            else:
-                staging.keep(name)
-        if written:
-            manifest = {"zone_sha256": writes.state.zone_sha256}
-            atomic_write_bytes(staging.path(MANIFEST), json.dumps(manifest).encode())
-            staging.switch()
-            return written
-        staging.abandon()
-    except BaseException:
-        staging.abandon()
-        raise
-    return outputs.ensure_links()
+    for name, content in _contents(outputs, writes).items():
+        if content == b"":  # a DS left at the registrar for an unsigned zone makes it
+            if staging.previous_path(name).exists():  # bogus: none is offered
+                written.append(f"{outputs.out / name} (removed: the zone is unsigned)")
+        elif content is not None and _write(staging, name, content):
+            written.append(str(outputs.out / name))
+        else:
+            staging.keep(name)
+    return written
 
 
 def _write(staging: Staging, name: str, content: Text | Chunks | bytes) -> bool:
