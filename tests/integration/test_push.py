@@ -291,3 +291,43 @@ def test_a_server_that_does_not_sign_needs_allow_insecure(tmp_path: Path) -> Non
         assert "5/5 handles verified" in pushed.stdout
         assert "(insecure)" in pushed.stdout
         assert _plan(ws, server, key_file)[0] == EXIT_OK
+
+
+_READS: list[str] = []  # opens of an envelopes document while a test listens
+_LISTENING: list[bool] = []
+
+
+def _count_envelope_reads(event: str, args: tuple[Any, ...]) -> None:
+    if _LISTENING and event == "open" and str(args[0]).endswith(f"{ZONE}.envelopes.json"):
+        _READS.append(str(args[0]))
+
+
+def test_a_push_reads_the_envelopes_document_once(
+    primary: tuple[AuthoritativeServer, Workspace, Path, Path],
+) -> None:
+    # The proof after the updates expects what the plan was made of: the document (two
+    # seconds to read and parse at 100,000 handles) is not read a second time.
+    server, ws, key_file, anchor = primary
+    if not _LISTENING and not _READS:
+        sys.addaudithook(_count_envelope_reads)  # hooks stay; it listens only in this test
+    _READS.clear()
+    _LISTENING.append(True)
+    try:
+        report = publishing.push(
+            ws.root / "zones" / f"{ZONE}.yaml",
+            out=ws.root / "build",
+            server=server.address,
+            tsig=publishing.read_tsig_key(key_file),
+            now=ws.now,
+            trust_anchors=anchor,
+            ns=[server.address],
+        )
+    finally:
+        _LISTENING.clear()
+    assert report.proof.ok
+    (proof,) = report.proof.proofs
+    spec = load_zone(ws.root / "zones" / f"{ZONE}.yaml")
+    assert sorted(result.handle for result in proof.results) == sorted(
+        handle.handle.ref for handle in spec.handles
+    )
+    assert len(_READS) == 1, _READS

@@ -50,6 +50,7 @@ from alter_publish.format.tlog import Checkpoint
 from alter_publish.keys.lifecycle import rotate
 from alter_publish.publish import managed
 from alter_publish.publish import push as publishing
+from alter_publish.publish.desired import desired_records
 from tests.conftest import EXAMPLE_ZONE, NOW, Workspace
 
 ZONE = "example.com"
@@ -583,7 +584,7 @@ def test_plan_against_a_server_serving_what_sign_wrote_has_nothing_to_do(
     assert not result.pending
     assert (result.served, result.enumeration) == (6, "queries")
     assert result.server == f"{address[0]}:{address[1]}"
-    assert publishing.desired_records(signed.spec, signed.ws.out).keys() == set(signed.texts())
+    assert desired_records(signed.spec, signed.ws.out).keys() == set(signed.texts())
 
 
 def test_plan_sees_a_missing_owner_and_a_changed_text(signed: Signed) -> None:
@@ -780,7 +781,7 @@ def test_a_zone_that_stops_having_a_log_deletes_the_record(signed: Signed) -> No
         result = publishing.plan(signed.spec, out=signed.ws.out, server=address, tsig=None)
 
     assert [(c.owner, c.action, c.deletes) for c in result.changes] == [(LOG_OWNER, "delete", 1)]
-    assert LOG_OWNER not in publishing.desired_records(signed.spec, signed.ws.out)
+    assert LOG_OWNER not in desired_records(signed.spec, signed.ws.out)
 
 
 @pytest.mark.parametrize("by", ["queries", "axfr"])
@@ -822,7 +823,7 @@ def test_a_transfer_matches_owner_names_ignoring_case(signed: Signed, spelling: 
 
 
 def test_batches_split_by_size(signed: Signed) -> None:
-    result = _plan(signed.spec, publishing.desired_records(signed.spec, signed.ws.out), {})
+    result = _plan(signed.spec, desired_records(signed.spec, signed.ws.out), {})
     assert len(result.changes) == len(CANONICAL_OWNERS) + 1  # and the log's record
 
     assert list(publishing._batches(result, 1)) == [[c] for c in result.changes]
@@ -883,7 +884,7 @@ def test_an_update_deletes_exactly_the_served_rdatas_and_adds_the_desired_texts(
 
 
 def test_apply_reports_a_refused_update_with_what_was_applied(signed: Signed) -> None:
-    result = _plan(signed.spec, publishing.desired_records(signed.spec, signed.ws.out), {})
+    result = _plan(signed.spec, desired_records(signed.spec, signed.ws.out), {})
     key = publishing.TsigKey(f"{TSIG_NAME}.", "hmac-sha256", TSIG_SECRET)
 
     # The embedded server answers UPDATE unsigned (NOTIMP): the first message fails.
@@ -964,7 +965,7 @@ def test_an_output_older_than_the_log_is_refused(workspace: Workspace) -> None:
     assert pipeline.sign(
         [workspace.zone_file], out=workspace.out, keys=workspace.keys, now=NOW + 60
     ).committed
-    assert publishing.desired_records(spec, workspace.out)  # current: fine
+    assert desired_records(spec, workspace.out)  # current: fine
     workspace.envelopes.write_bytes(old)
     with pytest.raises(RenderError, match="stale"):
-        publishing.desired_records(spec, workspace.out)
+        desired_records(spec, workspace.out)

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import dataclasses
 import json
-from collections.abc import Collection, Sequence
+from collections.abc import Collection, Mapping, Sequence
 from pathlib import Path
 
 import dns.zone
@@ -138,6 +138,7 @@ def verify(
     log_keys: LogKeyStore | None = None,
     log_record: bool = False,
     specs: Sequence[ZoneSpec] | None = None,
+    expected: Sequence[Mapping[str, Expectation]] | None = None,
 ) -> VerifyReport:
     """Prove already-rendered output: serve ``<out>/<zone>.zone`` and verify every handle.
 
@@ -159,6 +160,8 @@ def verify(
     ``log_record`` (with ``server``: ``push``): the ``_alter-log`` record too, validated
     like the handles, as the log-signed note of ``<out>/<zone>/log/checkpoint``.
     ``specs``: ``zone_files`` as the caller loaded them, in order (``push``: parsed once).
+    ``expected``: with ``specs``, each zone's handle-ref -> :class:`Expectation` of the
+    handles proven, as the caller read them (``push``: the document it planned with).
 
     Raises:
         DefinitionError: a zone definition is wrong.
@@ -172,7 +175,7 @@ def verify(
     warnings: list[str] = []
     given = read_trust_anchors(trust_anchors) if trust_anchors else None
     loaded: Sequence[ZoneSpec | None] = [None] * len(zone_files) if specs is None else specs
-    for path, known in zip(zone_files, loaded, strict=True):
+    for index, (path, known) in enumerate(zip(zone_files, loaded, strict=True)):
         spec = load_zone(path) if known is None else known
         warnings.extend(spec.warnings())
         zone_file, envelopes_file = output_paths(out, spec.origin)  # named in messages
@@ -180,14 +183,11 @@ def verify(
         anchors = given if given is not None else _own_anchors(spec, out, read[2], allow_insecure)
         if narrowed := server is not None and owners is not None:  # those handles only
             spec = _at_owners(spec, owners or ())
-        expectations = expectations_for(spec, read[1], where=envelopes_file, narrowed=narrowed)
+        expectations = _expectations(spec, expected, index, (read[1], envelopes_file), narrowed)
         if server is None:
             zone = read_zone_file(read[0], spec.origin, where=zone_file)
-            proof = prove_zone(zone, spec, expectations, now=now, anchors=anchors)
-            proofs.append(proof)
-            # A handle that failed is reported as the proof found it; when only the denial
-            # probe failed, the zone check names the record (the SOA, the chain) at fault.
-            if all(result.ok for result in proof.results):
+            proofs.append(prove_zone(zone, spec, expectations, now=now, anchors=anchors))
+            if all(result.ok for result in proofs[-1].results):
                 warnings.extend(_check_zone_file(zone, (read[0], zone_file), spec, now))
                 _check_log(zone, spec, out, log_keys)
         else:
@@ -205,6 +205,24 @@ def verify(
                 )
             )
     return VerifyReport(proofs=tuple(proofs), warnings=tuple(warnings))
+
+
+def _expectations(
+    spec: ZoneSpec,
+    expected: Sequence[Mapping[str, Expectation]] | None,
+    index: int,
+    document: tuple[Path, Path],
+    narrowed: bool,
+) -> dict[str, Expectation]:
+    """What the proof of zone ``index`` expects: the caller's (``expected``), else what
+    the envelopes ``document`` (read, named in errors) says for ``spec``'s handles.
+
+    Raises:
+        RenderError: the envelopes document or the log is missing or broken.
+    """
+    if expected is not None:
+        return dict(expected[index])
+    return expectations_for(spec, document[0], where=document[1], narrowed=narrowed)
 
 
 def _own_anchors(
@@ -265,7 +283,9 @@ def _check_zone_file(
     spec: ZoneSpec,
     now: int,
 ) -> tuple[str, ...]:
-    """The whole-zone check of :func:`verify`: signatures and chain, then the digest.
+    """The whole-zone check of :func:`verify`: signatures and chain, then the digest. It
+    runs once every handle passed: a handle that failed is reported as the proof found
+    it; when only the denial probe failed, this names the record (the SOA, the chain).
 
     Returns a warning when no digest was recorded (the file is then not compared).
 

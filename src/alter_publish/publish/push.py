@@ -36,13 +36,11 @@ import dns.update
 
 from alter_publish.definition.model import ZoneSpec, load_zone
 from alter_publish.dns.transfer import transfer_txt
-from alter_publish.errors import PublishError, RenderError, ResolveError, UsageError
+from alter_publish.errors import PublishError, ResolveError, UsageError
 from alter_publish.format.envelope import Revocation, parse_record_or_none
-from alter_publish.format.identitylog import log_path_for, read_log
 from alter_publish.format.logrecord import log_record_owner
-from alter_publish.keys.lifecycle import LogIndex
-from alter_publish.pipeline import VerifyReport, output_paths, verify
-from alter_publish.publish.export import load_export
+from alter_publish.pipeline import VerifyReport, verify
+from alter_publish.publish.desired import desired_records, read_desired
 from alter_publish.publish.fleet import (
     DEFAULT_CONVERGE_SECONDS,
     Convergence,
@@ -53,7 +51,6 @@ from alter_publish.publish.fleet import (
 from alter_publish.publish.managed import (
     Records,
     checkpoint_rollback,
-    desired_log_records,
     newest_epoch,
     owned,
     owned_at,
@@ -140,34 +137,6 @@ def read_tsig_key(path: Path) -> TsigKey:
 
 
 # --- records ---------------------------------------------------------------------------
-
-
-def desired_records(spec: ZoneSpec, out: Path) -> dict[str, Records]:
-    """What ``sign`` proved and wrote for the zone, per owner name (the alter1 records
-    read as ``export`` reads them, and the log's checkpoint record).
-
-    Raises:
-        RenderError: the envelopes document is missing, broken, does not match the
-            definition, or is older than the log (run sign); the log's checkpoint file
-            is unreadable.
-    """
-    index = LogIndex(read_log(log_path_for(spec.path)))
-    export = load_export(spec, out, logged=index.newest_text)
-    found: dict[str, Records] = {}
-    for handle_spec, record in zip(spec.handles, export.records, strict=True):
-        if index.newest_text(handle_spec.owner) == record.envelope:
-            found[record.owner] = Records(record.owner, record.ttl, record.texts)
-            continue  # the newest entry at the owner is this envelope: nothing to parse
-        logged = index.latest(handle_spec.owner, handle_spec.handle)
-        if logged is not None and logged.to_text() != record.envelope:
-            raise RenderError(
-                f"{record.handle}: the envelope here is not the one the log last "
-                "published; this output is stale: run 'alter-publish sign' first",
-                where=str(output_paths(out, spec.origin)[1]),
-            )
-        found[record.owner] = Records(record.owner, record.ttl, record.texts)
-    found.update(desired_log_records(spec, out))
-    return found
 
 
 def served_records(
@@ -599,7 +568,8 @@ def push(
             where=spec.origin,
         )
     # Read once: the plan after the updates compares the server with what was pushed.
-    desired = desired_records(spec, out)
+    wanted = read_desired(spec, out)
+    desired = wanted.records
     planned = plan(spec, out=out, server=server, tsig=tsig, timeout=timeout, desired=desired)
     check_deletes(planned, max_delete, force=force)
     # Settled before anything changes (a server without address stops here); no wait: none.
@@ -631,6 +601,7 @@ def push(
             owners=owners,
             log_record=True,
             specs=(spec,),
+            expected=(wanted.expectations(owners),),
         )
 
     proof = prove(server, changed)
