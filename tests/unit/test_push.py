@@ -715,6 +715,31 @@ def test_a_transfer_also_sees_owners_we_no_longer_list(signed: Signed) -> None:
     assert (result.served, result.deletes) == (7, 1)
 
 
+@pytest.mark.parametrize("by", ["queries", "axfr"])
+def test_a_transfer_read_in_a_child_gives_what_one_read_here_gives(signed: Signed, by: str) -> None:
+    # push starts the transfer before it reads the outputs; a server that offers none
+    # (the embedded one) is asked by queries, as when the transfer is read here.
+    zone = signed.zone()
+    _add_txt(zone, f"_alter.old.{ZONE}.", _owned("~old"))
+    found = []
+    for child in (True, False):
+        serving = _transfer_server(_zone_rrsets(zone)) if by == "axfr" else _serving(zone)
+        with serving as address:
+            if child:
+                with publishing.start_transfer(signed.spec, address, None) as transfer:
+                    found.append(
+                        publishing.served_records(
+                            signed.spec, address, tsig=None, transfer=transfer
+                        )
+                    )
+            else:
+                found.append(publishing.served_records(signed.spec, address, tsig=None))
+    assert found[0] == found[1]
+    served, how = found[0]
+    assert how == by
+    assert (f"_alter.old.{ZONE}." in served) == (by == "axfr")
+
+
 # --- the log's checkpoint record (_alter-log) ------------------------------------------------
 
 

@@ -58,6 +58,7 @@ from alter_publish.publish.managed import (
     selects_owner_wire,
     txt_rdata,
 )
+from alter_publish.publish.transferring import TRANSFER_FAILURES, Transfer, TxtRow
 from alter_publish.verify.resolve import StubResolver
 
 #: The default largest share of our served records a push may delete without --force.
@@ -145,18 +146,20 @@ def served_records(
     *,
     tsig: TsigKey | None,
     timeout: float = DEFAULT_TIMEOUT_SECONDS,
+    transfer: Transfer | None = None,
 ) -> tuple[dict[str, Records], str]:
     """Our records as the server serves them, and how they were found (``axfr`` or
     ``queries``: without a transfer, records at owners we no longer list are not seen).
+    ``transfer``: the zone's transfer already under way (:func:`start_transfer`).
 
     Raises:
         PublishError: the server is not authoritative for the zone, or does not answer.
     """
+    rows = _transferred(spec.origin, server, tsig, timeout) if transfer is None else transfer.rows()
+    if rows is not None:
+        return _by_owner(spec.origin, rows), "axfr"
+    # Transfers refused or not offered: ask for each owner we know.
     origin = dns.name.from_text(spec.origin)
-    try:
-        return _by_transfer(spec.origin, server, tsig, timeout), "axfr"
-    except (ResolveError, dns.exception.DNSException, OSError, EOFError):
-        pass  # transfers refused or not offered: ask for each owner we know
     owners = [handle_spec.owner for handle_spec in spec.handles]
     owners.append(log_record_owner(spec.origin))
     ours = owned_checker(spec.origin)
@@ -183,24 +186,48 @@ def served_records(
     return found, "queries"
 
 
-def _by_transfer(
-    zone: str, server: tuple[str, int], tsig: TsigKey | None, timeout: float
-) -> dict[str, Records]:
-    """Our records from an AXFR read at the wire level (only the TXT records at
-    ``_alter`` owners and at ``_alter-log.<zone>.`` are decoded: see
-    :mod:`alter_publish.dns.transfer`)."""
-    _, records = transfer_txt(
-        dns.name.from_text(zone),
+def start_transfer(
+    spec: ZoneSpec,
+    server: tuple[str, int],
+    tsig: TsigKey | None,
+    timeout: float = DEFAULT_TIMEOUT_SECONDS,
+) -> Transfer:
+    """The zone's transfer, started in a child process (see :mod:`.transferring`)."""
+    return Transfer(
+        spec.origin,
         server,
-        selects_owner_wire(zone),
+        selects_owner_wire(spec.origin),
         keyring=tsig.keyring if tsig else None,
         keyname=tsig.keyname if tsig else None,
         timeout=timeout,
-        lifetime=timeout * 4,
     )
+
+
+def _transferred(
+    zone: str, server: tuple[str, int], tsig: TsigKey | None, timeout: float
+) -> list[TxtRow] | None:
+    """The TXT records of an AXFR at our owners (read at the wire level: see
+    :mod:`alter_publish.dns.transfer`); None when the server offers no transfer."""
+    try:
+        _, records = transfer_txt(
+            dns.name.from_text(zone),
+            server,
+            selects_owner_wire(zone),
+            keyring=tsig.keyring if tsig else None,
+            keyname=tsig.keyname if tsig else None,
+            timeout=timeout,
+            lifetime=timeout * 4,
+        )
+    except TRANSFER_FAILURES:
+        return None
+    return [(record.owner, record.ttl, record.strings) for record in records]
+
+
+def _by_owner(zone: str, rows: Sequence[TxtRow]) -> dict[str, Records]:
+    """Our records among a transfer's TXT records, per owner name."""
     by_owner: dict[str, list[tuple[int, tuple[bytes, ...]]]] = {}
-    for record in records:
-        by_owner.setdefault(record.owner, []).append((record.ttl, record.strings))
+    for owner, ttl, strings in rows:
+        by_owner.setdefault(owner, []).append((ttl, strings))
     found: dict[str, Records] = {}
     ours = owned_checker(zone)
     for owner, served in by_owner.items():
@@ -351,9 +378,12 @@ def plan(
     tsig: TsigKey | None,
     timeout: float = DEFAULT_TIMEOUT_SECONDS,
     desired: Mapping[str, Records] | None = None,
+    transfer: Transfer | None = None,
 ) -> Plan:
     """What a push to ``server`` would change (``desired``: the records of ``out`` when
-    already read by :func:`desired_records`).
+    already read by :func:`desired_records`; ``transfer``: the zone's transfer already
+    under way, see :func:`start_transfer`). Without them, ``out`` is read first: an
+    output that cannot be planned from sends the server nothing.
 
     Raises:
         RenderError: nothing was signed yet (run sign).
@@ -361,7 +391,9 @@ def plan(
     """
     if desired is None:
         desired = desired_records(spec, out)
-    served, enumeration = served_records(spec, server, tsig=tsig, timeout=timeout)
+    served, enumeration = served_records(
+        spec, server, tsig=tsig, timeout=timeout, transfer=transfer
+    )
     return make_plan(
         spec, desired, served, server=f"{server[0]}:{server[1]}", enumeration=enumeration
     )
@@ -568,9 +600,18 @@ def push(
             where=spec.origin,
         )
     # Read once: the plan after the updates compares the server with what was pushed.
-    wanted = read_desired(spec, out)
-    desired = wanted.records
-    planned = plan(spec, out=out, server=server, tsig=tsig, timeout=timeout, desired=desired)
+    with start_transfer(spec, server, tsig, timeout) as transfer:  # while out is read
+        wanted = read_desired(spec, out)
+        desired = wanted.records
+        planned = plan(
+            spec,
+            out=out,
+            server=server,
+            tsig=tsig,
+            timeout=timeout,
+            desired=desired,
+            transfer=transfer,
+        )
     check_deletes(planned, max_delete, force=force)
     # Settled before anything changes (a server without address stops here); no wait: none.
     fleet = name_servers(spec, ns) if wait > 0 else ()

@@ -1,0 +1,134 @@
+"""A zone transfer read by a child process while the run reads its own outputs.
+
+``plan`` and ``push`` read two things before they compare: what ``sign`` wrote (the
+envelopes document and the log, about two seconds at 100,000 handles) and what the
+server serves (an AXFR, about one second). Each holds the interpreter's lock, so a
+thread would not overlap them: the transfer runs in a forked child, which sends back
+the TXT records it selected as plain tuples, and the parent goes on meanwhile.
+"""
+
+from __future__ import annotations
+
+import multiprocessing
+import multiprocessing.connection
+import os
+from types import TracebackType
+from typing import Any
+
+import dns.exception
+import dns.name
+
+from alter_publish.dns.transfer import Selector, transfer_txt
+from alter_publish.errors import ResolveError
+from alter_publish.interrupts import quiet_worker, starting_workers
+
+#: One TXT record as the child sends it: owner (lower-case text), TTL, character-strings.
+TxtRow = tuple[str, int, tuple[bytes, ...]]
+
+#: What ends a transfer the way a server that offers none does (the caller then asks
+#: for each owner name instead).
+TRANSFER_FAILURES = (ResolveError, dns.exception.DNSException, OSError, EOFError)
+
+
+class Transfer:
+    """An AXFR of ``zone`` from ``server`` under way in a child process (``select``:
+    which TXT owners to keep, see :func:`transfer_txt`); :meth:`rows` waits for it.
+    Use it as a context manager: a child still running at the end is stopped."""
+
+    def __init__(
+        self,
+        zone: str,
+        server: tuple[str, int],
+        select: Selector,
+        *,
+        keyring: Any | None,
+        keyname: dns.name.Name | None,
+        timeout: float,
+    ) -> None:
+        context = multiprocessing.get_context("fork")
+        self._receive, send = context.Pipe(duplex=False)
+        arguments = (send, zone, server, select, keyring, keyname, timeout)
+        self._child = context.Process(target=_read, args=arguments, daemon=True)
+        try:
+            with starting_workers():  # deaf to a Ctrl-C until it leaves our process group
+                self._child.start()
+        finally:
+            send.close()
+        self._rows: list[TxtRow] | None = None
+        self._done = False
+
+    def rows(self) -> list[TxtRow] | None:
+        """The TXT records the transfer held, in transfer order; None when it failed as
+        :data:`TRANSFER_FAILURES` say (refused, timed out, cut short, a bad TSIG).
+
+        Raises:
+            RuntimeError: the child failed otherwise (a defect; its error, in one line).
+        """
+        if not self._done:
+            self._done = True
+            try:
+                outcome, value = self._receive.recv()
+            except (EOFError, OSError):
+                outcome, value = "failed", None  # the child died: as if the server cut it
+            self.close()
+            if outcome == "error":
+                raise RuntimeError(f"zone transfer: {value}")
+            self._rows = value if outcome == "ok" else None
+        return self._rows
+
+    def close(self) -> None:
+        """Stop the child if it still runs, and reap it."""
+        if self._child.is_alive() and not self._done:
+            self._child.terminate()
+        self._child.join()
+        self._receive.close()
+
+    def __enter__(self) -> Transfer:
+        return self
+
+    def __exit__(
+        self,
+        exc_type: type[BaseException] | None,
+        exc: BaseException | None,
+        traceback: TracebackType | None,
+    ) -> None:
+        if not self._done:
+            self._done = True
+            self.close()
+
+
+def _read(
+    send: multiprocessing.connection.Connection,
+    zone: str,
+    server: tuple[str, int],
+    select: Selector,
+    keyring: Any | None,
+    keyname: dns.name.Name | None,
+    timeout: float,
+) -> None:
+    """In the child: transfer, send ``("ok", rows)``, ``("failed", None)`` or
+    ``("error", text)``, and end without the parent's exit handlers."""
+    quiet_worker()
+    try:
+        _, records = transfer_txt(
+            dns.name.from_text(zone),
+            server,
+            select,
+            keyring=keyring,
+            keyname=keyname,
+            timeout=timeout,
+            lifetime=timeout * 4,
+        )
+        outcome: tuple[str, object] = (
+            "ok",
+            [(record.owner, record.ttl, record.strings) for record in records],
+        )
+    except TRANSFER_FAILURES:
+        outcome = ("failed", None)
+    except Exception as exc:
+        outcome = ("error", f"{type(exc).__name__}: {' '.join(str(exc).split())}")
+    try:
+        send.send(outcome)
+    finally:
+        send.close()
+        os._exit(0)
