@@ -48,6 +48,7 @@ from alter_publish.format.logrecord import checkpoint_record, parse_checkpoint_r
 from alter_publish.format.note import Note
 from alter_publish.format.tlog import Checkpoint
 from alter_publish.keys.lifecycle import rotate
+from alter_publish.pipeline.unchanged import outputs_as_proven
 from alter_publish.publish import managed
 from alter_publish.publish import push as publishing
 from alter_publish.publish.desired import desired_records
@@ -738,6 +739,44 @@ def test_a_transfer_read_in_a_child_gives_what_one_read_here_gives(signed: Signe
     served, how = found[0]
     assert how == by
     assert (f"_alter.old.{ZONE}." in served) == (by == "axfr")
+
+
+def _corrupt_envelopes(ws: Workspace) -> None:
+    ws.envelopes.write_text("not json\n", encoding="utf-8")
+
+
+def _edit_definition(ws: Workspace) -> None:
+    ws.zone_file.write_text(ws.zone_file.read_text() + "# a comment\n", encoding="utf-8")
+
+
+def _grow_log(ws: Workspace) -> None:
+    log = ws.root / "zones" / "example.com.log"
+    log.write_bytes(log.read_bytes() + log.read_bytes().splitlines(keepends=True)[-1])
+
+
+@pytest.mark.parametrize("change", [_corrupt_envelopes, _edit_definition, _grow_log])
+def test_plan_transfers_early_only_from_outputs_as_sign_left_them(
+    signed: Signed, change: Callable[[Workspace], None]
+) -> None:
+    # plan starts the zone transfer while it reads the outputs only when its record
+    # says they can be read: a broken or stale output sends the server nothing first.
+    ws = signed.ws
+    assert outputs_as_proven(ws.zone_file, out=ws.out, keys=ws.keys)
+    change(ws)
+    assert not outputs_as_proven(ws.zone_file, out=ws.out, keys=ws.keys)
+
+
+def test_a_plan_that_transfers_while_it_reads_plans_the_same(signed: Signed) -> None:
+    zone = signed.zone()
+    _add_txt(zone, f"_alter.old.{ZONE}.", _owned("~old"))
+    ws, plans = signed.ws, []
+    for keys in (ws.keys, None):
+        with _transfer_server(_zone_rrsets(zone)) as address:
+            result = publishing.plan(signed.spec, out=ws.out, server=address, tsig=None, keys=keys)
+            plans.append(dataclasses.replace(result, server=""))
+    assert plans[0] == plans[1]
+    assert plans[0].enumeration == "axfr"
+    assert [(c.owner, c.action) for c in plans[0].changes] == [(f"_alter.old.{ZONE}.", "delete")]
 
 
 # --- the log's checkpoint record (_alter-log) ------------------------------------------------

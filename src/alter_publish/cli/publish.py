@@ -18,6 +18,7 @@ from alter_publish.cli.options import (
     TsigKeyOption,
     ZoneArgument,
     ZonesDirOption,
+    keystore,
     parse_hostport,
     write_now,
 )
@@ -93,8 +94,10 @@ def plan(
     tsig = publishing.read_tsig_key(tsig_key) if tsig_key else None
     address = parse_hostport(server)
     explicit = _name_servers(ns)
-    out = workspace_for([spec.path]).out(out)
-    result = publishing.plan(spec, out=out, server=address, tsig=tsig, timeout=timeout)
+    workspace = workspace_for([spec.path])
+    out = workspace.out(out)
+    keys = keystore(workspace.keys())  # for the record of the last sign: no key is read
+    result = publishing.plan(spec, out=out, server=address, tsig=tsig, timeout=timeout, keys=keys)
     serials = None
     if all_ns or explicit:
         servers = fleet.name_servers(spec, explicit)

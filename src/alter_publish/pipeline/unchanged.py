@@ -4,10 +4,14 @@ from __future__ import annotations
 
 import time
 from dataclasses import dataclass
+from pathlib import Path
 
 from alter_publish.definition.logspec import LogSpec
+from alter_publish.errors import AlterError
+from alter_publish.keys.store import KeyStore
 from alter_publish.pipeline.context import ProvenRun, RunContext, ZoneStart
-from alter_publish.pipeline.fingerprint import fingerprint_inputs
+from alter_publish.pipeline.fingerprint import Fingerprint, fingerprint_inputs
+from alter_publish.pipeline.paths import default_templates_dir
 from alter_publish.pipeline.reports import ZoneResult, zone_result
 
 
@@ -37,16 +41,7 @@ def unchanged(ctx: RunContext, start: ZoneStart) -> Unchanged | None:
     record = start.record
     if record is None or not record.valid_from <= ctx.now < record.valid_until:
         return None  # the time alone decides: no file is hashed (a renewal run's case)
-    inputs = fingerprint_inputs(
-        ctx,
-        start.definition,
-        record.zone,
-        record.zone_keys_dir,
-        record.handle_keys,
-        tls_files=[str(name) for name in record.summary.get("tls_files", ())],
-    )
-    keys_digest = record.keys_digest_now(ctx.keys.root, jobs=ctx.jobs)
-    if keys_digest is None or not record.holds(inputs.digest(keys_digest), ctx.now):
+    if not _holds(ctx, start.definition, record):
         return None
     summary = record.summary
     result = zone_result(
@@ -62,3 +57,31 @@ def unchanged(ctx: RunContext, start: ZoneStart) -> Unchanged | None:
         log=LogSpec.from_mapping(summary),
     )
     return Unchanged(result, tuple(str(warning) for warning in summary.get("warnings", ())))
+
+
+def _holds(ctx: RunContext, definition: Path, record: Fingerprint) -> bool:
+    """Whether the inputs and outputs of ``definition`` are as ``record`` says (the
+    time aside)."""
+    inputs = fingerprint_inputs(
+        ctx,
+        definition,
+        record.zone,
+        record.zone_keys_dir,
+        record.handle_keys,
+        tls_files=[str(name) for name in record.summary.get("tls_files", ())],
+    )
+    keys_digest = record.keys_digest_now(ctx.keys.root, jobs=ctx.jobs)
+    return keys_digest is not None and inputs.digest(keys_digest) == record.digest
+
+
+def outputs_as_proven(definition: Path, *, out: Path, keys: KeyStore) -> bool:
+    """True when the outputs of ``definition`` in ``out`` are as its last proven ``sign``
+    (with the shipped templates) left them and nothing it read has changed since: its
+    record holds, the time aside. Reading them then fails on nothing but the disk
+    (``plan`` transfers the zone meanwhile). Anything in doubt is False."""
+    ctx = RunContext(out=out, keys=keys, templates=default_templates_dir(), now=0, check=True)
+    try:
+        record = ZoneStart.read(ctx, definition).record
+        return record is not None and _holds(ctx, definition, record)
+    except (AlterError, OSError):
+        return False

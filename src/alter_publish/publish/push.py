@@ -39,7 +39,9 @@ from alter_publish.dns.transfer import transfer_txt
 from alter_publish.errors import PublishError, ResolveError, UsageError
 from alter_publish.format.envelope import Revocation, parse_record_or_none
 from alter_publish.format.logrecord import log_record_owner
+from alter_publish.keys.store import KeyStore
 from alter_publish.pipeline import VerifyReport, verify
+from alter_publish.pipeline.unchanged import outputs_as_proven
 from alter_publish.publish.desired import desired_records, read_desired
 from alter_publish.publish.fleet import (
     DEFAULT_CONVERGE_SECONDS,
@@ -379,16 +381,33 @@ def plan(
     timeout: float = DEFAULT_TIMEOUT_SECONDS,
     desired: Mapping[str, Records] | None = None,
     transfer: Transfer | None = None,
+    keys: KeyStore | None = None,
 ) -> Plan:
     """What a push to ``server`` would change (``desired``: the records of ``out`` when
     already read by :func:`desired_records`; ``transfer``: the zone's transfer already
-    under way, see :func:`start_transfer`). Without them, ``out`` is read first: an
-    output that cannot be planned from sends the server nothing.
+    under way, see :func:`start_transfer`).
+
+    Otherwise ``out`` is read here, and an output that cannot be planned from sends the
+    server nothing: the zone is transferred meanwhile only when the outputs are as the
+    last proven ``sign`` left them (its record holds: ``keys`` is the store it used).
 
     Raises:
         RenderError: nothing was signed yet (run sign).
         PublishError: the server is not authoritative or does not answer.
     """
+    proven = desired is None and transfer is None and keys is not None
+    if proven and keys is not None and outputs_as_proven(spec.path, out=out, keys=keys):
+        with start_transfer(spec, server, tsig, timeout) as started:
+            desired = desired_records(spec, out)
+            return plan(
+                spec,
+                out=out,
+                server=server,
+                tsig=tsig,
+                timeout=timeout,
+                desired=desired,
+                transfer=started,
+            )
     if desired is None:
         desired = desired_records(spec, out)
     served, enumeration = served_records(
