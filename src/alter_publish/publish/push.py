@@ -35,7 +35,6 @@ import dns.tsig
 import dns.update
 
 from alter_publish.definition.model import ZoneSpec, load_zone
-from alter_publish.dns.transfer import transfer_txt
 from alter_publish.errors import PublishError, ResolveError, UsageError
 from alter_publish.format.envelope import Revocation, parse_record_or_none
 from alter_publish.format.logrecord import log_record_owner
@@ -60,7 +59,12 @@ from alter_publish.publish.managed import (
     selects_owner_wire,
     txt_rdata,
 )
-from alter_publish.publish.transferring import TRANSFER_FAILURES, Transfer, TxtRow
+from alter_publish.publish.transferring import (
+    TRANSFER_FAILURES,
+    Transfer,
+    TxtRow,
+    transfer_rows,
+)
 from alter_publish.verify.resolve import StubResolver
 
 #: The default largest share of our served records a push may delete without --force.
@@ -210,19 +214,14 @@ def _transferred(
 ) -> list[TxtRow] | None:
     """The TXT records of an AXFR at our owners (read at the wire level: see
     :mod:`alter_publish.dns.transfer`); None when the server offers no transfer."""
+    keyring, keyname = (tsig.keyring, tsig.keyname) if tsig else (None, None)
+    select = selects_owner_wire(zone)
     try:
-        _, records = transfer_txt(
-            dns.name.from_text(zone),
-            server,
-            selects_owner_wire(zone),
-            keyring=tsig.keyring if tsig else None,
-            keyname=tsig.keyname if tsig else None,
-            timeout=timeout,
-            lifetime=timeout * 4,
+        return transfer_rows(
+            zone, server, select, keyring=keyring, keyname=keyname, timeout=timeout
         )
     except TRANSFER_FAILURES:
         return None
-    return [(record.owner, record.ttl, record.strings) for record in records]
 
 
 def _by_owner(zone: str, rows: Sequence[TxtRow]) -> dict[str, Records]:

@@ -30,6 +30,34 @@ TxtRow = tuple[str, int, tuple[bytes, ...]]
 TRANSFER_FAILURES = (ResolveError, dns.exception.DNSException, OSError, EOFError)
 
 
+def transfer_rows(
+    zone: str,
+    server: tuple[str, int],
+    select: Selector,
+    *,
+    keyring: Any | None,
+    keyname: dns.name.Name | None,
+    timeout: float,
+) -> list[TxtRow]:
+    """The TXT records of an AXFR of ``zone`` whose owner ``select`` accepts, in
+    transfer order (``timeout`` bounds each read, four times it the whole transfer).
+
+    Raises:
+        ResolveError, dns.exception.DNSException, OSError, EOFError: as
+            :func:`transfer_txt` (:data:`TRANSFER_FAILURES`).
+    """
+    _, records = transfer_txt(
+        dns.name.from_text(zone),
+        server,
+        select,
+        keyring=keyring,
+        keyname=keyname,
+        timeout=timeout,
+        lifetime=timeout * 4,
+    )
+    return [(record.owner, record.ttl, record.strings) for record in records]
+
+
 class Transfer:
     """An AXFR of ``zone`` from ``server`` under way in a child process (``select``:
     which TXT owners to keep, see :func:`transfer_txt`); :meth:`rows` waits for it.
@@ -110,19 +138,10 @@ def _read(
     ``("error", text)``, and end without the parent's exit handlers."""
     quiet_worker()
     try:
-        _, records = transfer_txt(
-            dns.name.from_text(zone),
-            server,
-            select,
-            keyring=keyring,
-            keyname=keyname,
-            timeout=timeout,
-            lifetime=timeout * 4,
+        rows = transfer_rows(
+            zone, server, select, keyring=keyring, keyname=keyname, timeout=timeout
         )
-        outcome: tuple[str, object] = (
-            "ok",
-            [(record.owner, record.ttl, record.strings) for record in records],
-        )
+        outcome: tuple[str, object] = ("ok", rows)
     except TRANSFER_FAILURES:
         outcome = ("failed", None)
     except Exception as exc:
