@@ -346,6 +346,36 @@ def test_bad_publish_input_gives_one_line_and_asks_no_server(
     assert trap.touched() == [], "the command asked the server before refusing its input"
 
 
+def test_plan_from_outputs_signed_here_with_a_broken_checkpoint_asks_no_server(
+    workspace: Workspace, trap: Trap
+) -> None:
+    # Signed in place, the record of the run holds, so plan would transfer the zone while
+    # it reads the outputs; the log's checkpoint file, which the record does not cover,
+    # is read before that.
+    signed = workspace.run("sign", "--now", str(NOW), "--allow-simulated-time")
+    assert signed.returncode == EXIT_OK, signed.describe()
+    checkpoint = workspace.root / "build" / ZONE / "log" / "checkpoint"
+    checkpoint.write_text("not a checkpoint\n", encoding="utf-8")
+    result = workspace.run("plan", ZONE, "--server", trap.server)
+    line = assert_one_error_line(result, EXIT_OUTPUT)
+    assert "checkpoint" in line, result.describe()
+    assert trap.touched() == [], "plan asked the server before refusing its outputs"
+
+
+def test_push_allow_insecure_with_broken_outputs_asks_no_server(
+    workspace: Workspace, trap: Trap
+) -> None:
+    # Without --allow-insecure, push asks the server for the zone's DNSKEY before anything
+    # else, then transfers the zone while it reads the outputs; with it, it reads first.
+    (workspace.root / KEY_FILE).write_bytes(WITH_KEY)
+    (workspace.root / ENVELOPES_FILE).write_bytes(b"{")
+    push = (*PUSH[:3], trap.server, *PUSH[4:], "--allow-insecure")
+    result = workspace.run(*push, "--now", str(NOW), "--allow-simulated-time")
+    assert result.returncode == EXIT_OUTPUT, result.describe()
+    assert f"error: {ENVELOPES_FILE}: not an envelopes document" in result.stderr
+    assert trap.touched() == [], "push asked the server before refusing its outputs"
+
+
 # Nothing answers on UDP, so each of these waits for the query timeout (1 s here).
 NETWORK_CASES = [
     Case(

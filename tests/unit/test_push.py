@@ -16,6 +16,7 @@ import json
 import socket
 import struct
 import threading
+import time
 from collections.abc import Callable, Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
@@ -670,8 +671,11 @@ def _zone_rrsets(
 
 
 @contextlib.contextmanager
-def _transfer_server(rrsets: Sequence[dns.rrset.RRset]) -> Iterator[tuple[str, int]]:
-    """Answer the first TCP query on a loopback port with ``rrsets`` in one message."""
+def _transfer_server(
+    rrsets: Sequence[dns.rrset.RRset], per_message: int = 0
+) -> Iterator[tuple[str, int]]:
+    """Answer the first TCP query on a loopback port with ``rrsets`` in one message (or
+    ``per_message`` rrsets a message)."""
     listener = socket.create_server(("127.0.0.1", 0))
     listener.settimeout(TRANSFER_WAIT_SECONDS)
 
@@ -682,11 +686,13 @@ def _transfer_server(rrsets: Sequence[dns.rrset.RRset]) -> Iterator[tuple[str, i
                 conn.settimeout(TRANSFER_WAIT_SECONDS)
                 (length,) = struct.unpack("!H", _read_exact(conn, 2))
                 query = dns.message.from_wire(_read_exact(conn, length))
-                response = dns.message.make_response(query)
-                response.flags |= dns.flags.AA
-                response.answer.extend(rrsets)
-                wire = response.to_wire()
-                conn.sendall(struct.pack("!H", len(wire)) + wire)
+                step = per_message or len(rrsets)
+                for start in range(0, len(rrsets), step):
+                    response = dns.message.make_response(query)
+                    response.flags |= dns.flags.AA
+                    response.answer.extend(rrsets[start : start + step])
+                    wire = response.to_wire()
+                    conn.sendall(struct.pack("!H", len(wire)) + wire)
 
     thread = threading.Thread(target=answer, name="axfr-once", daemon=True)
     thread.start()
@@ -764,6 +770,28 @@ def test_plan_transfers_early_only_from_outputs_as_sign_left_them(
     assert outputs_as_proven(ws.zone_file, out=ws.out, keys=ws.keys)
     change(ws)
     assert not outputs_as_proven(ws.zone_file, out=ws.out, keys=ws.keys)
+
+
+def test_a_transfer_block_left_early_stops_its_child(signed: Signed) -> None:
+    # The outputs failed to read while the child held a result bigger than the pipe: it
+    # waits to send it, so leaving the block must stop it, not wait for it.
+    zone = signed.zone()
+    for n in range(3000):
+        _add_txt(zone, f"_alter.x{n}.{ZONE}.", _owned(f"~x{n}", "sig=" + "A" * 60))
+    left = threading.Event()
+
+    def leave_early() -> None:
+        with (
+            _transfer_server(_zone_rrsets(zone), per_message=500) as address,
+            contextlib.suppress(RenderError),
+            publishing.start_transfer(signed.spec, address, None),
+        ):
+            time.sleep(1.0)  # the child has read the transfer and blocks sending it
+            raise RenderError("cannot read", where="build/example.com.envelopes.json")
+        left.set()
+
+    threading.Thread(target=leave_early, name="leave-early", daemon=True).start()
+    assert left.wait(20), "leaving the transfer block waited for its child"
 
 
 def test_a_plan_that_transfers_while_it_reads_plans_the_same(signed: Signed) -> None:

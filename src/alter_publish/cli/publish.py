@@ -18,7 +18,6 @@ from alter_publish.cli.options import (
     TsigKeyOption,
     ZoneArgument,
     ZonesDirOption,
-    keystore,
     parse_hostport,
     write_now,
 )
@@ -26,6 +25,7 @@ from alter_publish.cli.output import emit_json, fail, print_verified, warn
 from alter_publish.definition.model import load_zone
 from alter_publish.definition.workspace import find_definition, workspace_for
 from alter_publish.errors import EXIT_DRIFT, EXIT_VERIFICATION, UsageError
+from alter_publish.keys.store import KeyStore
 from alter_publish.publish import export, fleet
 from alter_publish.publish import push as publishing
 
@@ -96,7 +96,7 @@ def plan(
     explicit = _name_servers(ns)
     workspace = workspace_for([spec.path])
     out = workspace.out(out)
-    keys = keystore(workspace.keys())  # for the record of the last sign: no key is read
+    keys = KeyStore(workspace.keys())  # for the record of the last sign: no key is read
     result = publishing.plan(spec, out=out, server=address, tsig=tsig, timeout=timeout, keys=keys)
     serials = None
     if all_ns or explicit:

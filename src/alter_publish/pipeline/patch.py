@@ -598,7 +598,7 @@ class Patched:
             self.handle_keys,
             KeyLines(self.handle_lines, base.keys.mark),
             before,
-            jobs=ctx.jobs,
+            jobs=1,  # no worker forked while the outputs' thread writes
         )
         memo = dataclasses.replace(self.memo, keys=keys.lines, keys_mark=keys.mark)
         return _Record(keys, span, self._summary(), memo.encoded())

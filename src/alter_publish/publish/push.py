@@ -19,6 +19,7 @@ from __future__ import annotations
 
 import base64
 import binascii
+import contextlib
 import re
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
@@ -52,6 +53,7 @@ from alter_publish.publish.fleet import (
 from alter_publish.publish.managed import (
     Records,
     checkpoint_rollback,
+    desired_log_records,
     newest_epoch,
     owned,
     owned_at,
@@ -396,6 +398,7 @@ def plan(
     """
     proven = desired is None and transfer is None and keys is not None
     if proven and keys is not None and outputs_as_proven(spec.path, out=out, keys=keys):
+        desired_log_records(spec, out)  # the one output the record does not cover: first
         with start_transfer(spec, server, tsig, timeout) as started:
             desired = desired_records(spec, out)
             return plan(
@@ -618,7 +621,10 @@ def push(
             where=spec.origin,
         )
     # Read once: the plan after the updates compares the server with what was pushed.
-    with start_transfer(spec, server, tsig, timeout) as transfer:  # while out is read
+    # The server was asked for its DNSKEY already (unless --allow-insecure): the zone is
+    # transferred while out is read.
+    early = None if allow_insecure else start_transfer(spec, server, tsig, timeout)
+    with contextlib.nullcontext() if early is None else early as transfer:
         wanted = read_desired(spec, out)
         desired = wanted.records
         planned = plan(

@@ -75,7 +75,7 @@ class Transfer:
     ) -> None:
         context = multiprocessing.get_context("fork")
         self._receive, send = context.Pipe(duplex=False)
-        arguments = (send, zone, server, select, keyring, keyname, timeout)
+        arguments = (send, self._receive, zone, server, select, keyring, keyname, timeout)
         self._child = context.Process(target=_read, args=arguments, daemon=True)
         try:
             with starting_workers():  # deaf to a Ctrl-C until it leaves our process group
@@ -83,7 +83,8 @@ class Transfer:
         finally:
             send.close()
         self._rows: list[TxtRow] | None = None
-        self._done = False
+        self._received = False
+        self._closed = False
 
     def rows(self) -> list[TxtRow] | None:
         """The TXT records the transfer held, in transfer order; None when it failed as
@@ -92,8 +93,8 @@ class Transfer:
         Raises:
             RuntimeError: the child failed otherwise (a defect; its error, in one line).
         """
-        if not self._done:
-            self._done = True
+        if not self._received:
+            self._received = True
             try:
                 outcome, value = self._receive.recv()
             except (EOFError, OSError):
@@ -105,11 +106,15 @@ class Transfer:
         return self._rows
 
     def close(self) -> None:
-        """Stop the child if it still runs, and reap it."""
-        if self._child.is_alive() and not self._done:
+        """Stop the child unless its result was taken (it may be blocked sending one
+        nobody reads), and reap it."""
+        if self._closed:
+            return
+        self._closed = True
+        if not self._received:
             self._child.terminate()
-        self._child.join()
         self._receive.close()
+        self._child.join()
 
     def __enter__(self) -> Transfer:
         return self
@@ -120,13 +125,12 @@ class Transfer:
         exc: BaseException | None,
         traceback: TracebackType | None,
     ) -> None:
-        if not self._done:
-            self._done = True
-            self.close()
+        self.close()
 
 
 def _read(
     send: multiprocessing.connection.Connection,
+    receive: multiprocessing.connection.Connection,
     zone: str,
     server: tuple[str, int],
     select: Selector,
@@ -135,7 +139,9 @@ def _read(
     timeout: float,
 ) -> None:
     """In the child: transfer, send ``("ok", rows)``, ``("failed", None)`` or
-    ``("error", text)``, and end without the parent's exit handlers."""
+    ``("error", text)``, and end without the parent's exit handlers. The parent's end of
+    the pipe is closed here first: a parent gone makes the send fail, not wait."""
+    receive.close()
     quiet_worker()
     try:
         rows = transfer_rows(
