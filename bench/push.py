@@ -13,7 +13,11 @@ signing) and the push's proof validating to the server's own DS:
   change against Knot at 100,000 names, each under 5 s.
 
     python bench/push.py [--handles 2000] [--server named|knot] [--scenario all|one]
-                         [--keep DIR]
+                         [--keep DIR] [--plans N] [--src PATH ...]
+
+``--plans N`` times the first plan N times; with several ``--src`` (checkouts' ``src``
+directories, e.g. before and after a change) each round runs each in turn, so both see
+the same server and machine load; push and the last plan run the last one's.
 
 The workspace is signed without DNSSEC of its own (the server signs). Needs bind9 or
 knot (Debian packages of the same names).
@@ -23,6 +27,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import os
 import shutil
 import subprocess
 import sys
@@ -32,10 +37,12 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
+from run import cli_env
 from sign_zone import write_zone
 from tests.integration import servers
 from tests.integration.servers import AuthoritativeServer, Knot, Named, make_tsig_key
 
+REPO = Path(__file__).resolve().parents[1]
 ZONE = "bench.example"
 EMPTY_ZONE = f"""\
 $ORIGIN {ZONE}.
@@ -54,8 +61,13 @@ EXIT_OK = 0
 EXIT_DRIFT = 7
 
 
-def cli(root: Path, *args: str, codes: tuple[int, ...] = (EXIT_OK,)) -> tuple[float, str]:
-    """Run the CLI; returns (wall seconds, stdout). Exits on an unexpected exit code."""
+def cli(
+    root: Path, *args: str, codes: tuple[int, ...] = (EXIT_OK,), src: Path = REPO / "src"
+) -> tuple[float, str]:
+    """Run the CLI of checkout ``src``; returns (wall seconds, stdout). Exits on an
+    unexpected exit code."""
+    env = cli_env()
+    env["PYTHONPATH"] = os.pathsep.join([str(src), *env["PYTHONPATH"].split(os.pathsep)[1:]])
     start = time.perf_counter()
     done = subprocess.run(
         [sys.executable, "-m", "alter_publish", *args],
@@ -63,6 +75,7 @@ def cli(root: Path, *args: str, codes: tuple[int, ...] = (EXIT_OK,)) -> tuple[fl
         capture_output=True,
         text=True,
         check=False,
+        env=env,
     )
     if done.returncode not in codes:
         sys.exit(f"{' '.join(args)}: exit {done.returncode}: {done.stderr.strip()[-500:]}")
@@ -92,7 +105,15 @@ def main() -> None:
     parser.add_argument("--server", choices=sorted(SERVER_CLASSES), default="named")
     parser.add_argument("--scenario", choices=("all", "one"), default="all")
     parser.add_argument("--keep", type=Path, help="reuse or create a signed workspace here")
+    parser.add_argument(
+        "--src",
+        type=Path,
+        action="append",
+        help="a checkout's src to time plan with (repeat: each in turn; default this one's)",
+    )
+    parser.add_argument("--plans", type=int, default=1, help="rounds of the first plan")
     options = parser.parse_args()
+    sources = options.src or [REPO / "src"]
     servers.SERVER_READY_SECONDS = SERVER_READY_SECONDS  # type: ignore[misc]  # Final in tests
     with tempfile.TemporaryDirectory() as temp:
         root = options.keep or Path(temp) / "ws"
@@ -131,11 +152,18 @@ def main() -> None:
                 print(f"plan before the change: {changes_of(before)}")
                 change_one(definition)
                 cli(root, "sign")
-            first, stdout = cli(root, "plan", ZONE, *common, "--json", codes=(EXIT_DRIFT,))
-            print(f"plan                         {first:6.2f} s   {changes_of(stdout)}")
-            push, _ = cli(root, "push", ZONE, *common, *push_args)
+            for _ in range(options.plans):
+                for src in sources:  # the last checkout's is the plan the verdict takes
+                    first, stdout = cli(
+                        root, "plan", ZONE, *common, "--json", codes=(EXIT_DRIFT,), src=src
+                    )
+                    label = f"  {src}" if len(sources) > 1 else ""
+                    print(
+                        f"plan                         {first:6.2f} s   {changes_of(stdout)}{label}"
+                    )
+            push, _ = cli(root, "push", ZONE, *common, *push_args, src=sources[-1])
             print(f"push (updates + proof)       {push:6.2f} s")
-            second, stdout = cli(root, "plan", ZONE, *common, "--json")
+            second, stdout = cli(root, "plan", ZONE, *common, "--json", src=sources[-1])
             print(f"plan again (nothing to do)   {second:6.2f} s   {changes_of(stdout)}")
         if options.scenario == "one":
             for label, seconds in (("plan", first), ("push", push)):
