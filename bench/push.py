@@ -124,7 +124,7 @@ def main() -> None:
         # At the real time: the server signs at the real time and the proof runs then.
         # Proven, as an operator signs before a push: the change below is then patched
         # in, and plan finds the outputs as the proven run left them.
-        cli(root, "sign", "--create-keys")
+        cli(root, "sign", "--create-keys", src=sources[-1])
         tsig, key_file = make_tsig_key(Path(temp), "bench-push")
         zone_file = Path(temp) / "server.zone"
         if options.scenario == "one":
@@ -151,7 +151,9 @@ def main() -> None:
                 _, before = cli(root, "plan", ZONE, *common, "--json")
                 print(f"plan before the change: {changes_of(before)}")
                 change_one(definition)
-                cli(root, "sign")
+                # Signed by the checkout whose plan the verdict takes: its record names
+                # that checkout's templates, as one installation's would.
+                cli(root, "sign", src=sources[-1])
             for _ in range(options.plans):
                 for src in sources:  # the last checkout's is the plan the verdict takes
                     first, stdout = cli(
