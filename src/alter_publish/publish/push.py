@@ -64,8 +64,8 @@ from alter_publish.publish.managed import (
 from alter_publish.publish.transferring import (
     TRANSFER_FAILURES,
     Transfer,
+    TransferRequest,
     TxtRow,
-    transfer_rows,
 )
 from alter_publish.verify.resolve import StubResolver
 
@@ -163,7 +163,9 @@ def served_records(
     Raises:
         PublishError: the server is not authoritative for the zone, or does not answer.
     """
-    rows = _transferred(spec.origin, server, tsig, timeout) if transfer is None else transfer.rows()
+    rows = (
+        _transferred(_request(spec, server, tsig, timeout)) if transfer is None else transfer.rows()
+    )
     if rows is not None:
         return _by_owner(spec.origin, rows), "axfr"
     # Transfers refused or not offered: ask for each owner we know.
@@ -201,7 +203,15 @@ def start_transfer(
     timeout: float = DEFAULT_TIMEOUT_SECONDS,
 ) -> Transfer:
     """The zone's transfer, started in a child process (see :mod:`.transferring`)."""
-    return Transfer(
+    return Transfer(_request(spec, server, tsig, timeout))
+
+
+def _request(
+    spec: ZoneSpec, server: tuple[str, int], tsig: TsigKey | None, timeout: float
+) -> TransferRequest:
+    """The zone's transfer, keeping the TXT records at our owners (read at the wire
+    level: see :mod:`alter_publish.dns.transfer`)."""
+    return TransferRequest(
         spec.origin,
         server,
         selects_owner_wire(spec.origin),
@@ -211,17 +221,10 @@ def start_transfer(
     )
 
 
-def _transferred(
-    zone: str, server: tuple[str, int], tsig: TsigKey | None, timeout: float
-) -> list[TxtRow] | None:
-    """The TXT records of an AXFR at our owners (read at the wire level: see
-    :mod:`alter_publish.dns.transfer`); None when the server offers no transfer."""
-    keyring, keyname = (tsig.keyring, tsig.keyname) if tsig else (None, None)
-    select = selects_owner_wire(zone)
+def _transferred(request: TransferRequest) -> list[TxtRow] | None:
+    """The rows of ``request``, read here; None when the server offers no transfer."""
     try:
-        return transfer_rows(
-            zone, server, select, keyring=keyring, keyname=keyname, timeout=timeout
-        )
+        return request.rows()
     except TRANSFER_FAILURES:
         return None
 
@@ -396,25 +399,19 @@ def plan(
         RenderError: nothing was signed yet (run sign).
         PublishError: the server is not authoritative or does not answer.
     """
-    proven = desired is None and transfer is None and keys is not None
-    if proven and keys is not None and outputs_as_proven(spec.path, out=out, keys=keys):
+    early = desired is None and transfer is None and keys is not None
+    if early and keys is not None and outputs_as_proven(spec.path, out=out, keys=keys):
         desired_log_records(spec, out)  # the one output the record does not cover: first
         with start_transfer(spec, server, tsig, timeout) as started:
             desired = desired_records(spec, out)
-            return plan(
-                spec,
-                out=out,
-                server=server,
-                tsig=tsig,
-                timeout=timeout,
-                desired=desired,
-                transfer=started,
+            served, enumeration = served_records(
+                spec, server, tsig=tsig, timeout=timeout, transfer=started
             )
-    if desired is None:
-        desired = desired_records(spec, out)
-    served, enumeration = served_records(
-        spec, server, tsig=tsig, timeout=timeout, transfer=transfer
-    )
+    else:
+        desired = desired_records(spec, out) if desired is None else desired
+        served, enumeration = served_records(
+            spec, server, tsig=tsig, timeout=timeout, transfer=transfer
+        )
     return make_plan(
         spec, desired, served, server=f"{server[0]}:{server[1]}", enumeration=enumeration
     )

@@ -12,6 +12,7 @@ from __future__ import annotations
 import multiprocessing
 import multiprocessing.connection
 import os
+from dataclasses import dataclass
 from types import TracebackType
 from typing import Any
 
@@ -30,52 +31,46 @@ TxtRow = tuple[str, int, tuple[bytes, ...]]
 TRANSFER_FAILURES = (ResolveError, dns.exception.DNSException, OSError, EOFError)
 
 
-def transfer_rows(
-    zone: str,
-    server: tuple[str, int],
-    select: Selector,
-    *,
-    keyring: Any | None,
-    keyname: dns.name.Name | None,
-    timeout: float,
-) -> list[TxtRow]:
-    """The TXT records of an AXFR of ``zone`` whose owner ``select`` accepts, in
-    transfer order (``timeout`` bounds each read, four times it the whole transfer).
+@dataclass(frozen=True, slots=True)
+class TransferRequest:
+    """An AXFR of ``zone`` from ``server`` keeping the TXT records whose owner ``select``
+    accepts (TSIG-signed with ``keyring``/``keyname`` when given; ``timeout`` bounds each
+    read, four times it the whole transfer)."""
 
-    Raises:
-        ResolveError, dns.exception.DNSException, OSError, EOFError: as
-            :func:`transfer_txt` (:data:`TRANSFER_FAILURES`).
-    """
-    _, records = transfer_txt(
-        dns.name.from_text(zone),
-        server,
-        select,
-        keyring=keyring,
-        keyname=keyname,
-        timeout=timeout,
-        lifetime=timeout * 4,
-    )
-    return [(record.owner, record.ttl, record.strings) for record in records]
+    zone: str
+    server: tuple[str, int]
+    select: Selector
+    keyring: Any | None
+    keyname: dns.name.Name | None
+    timeout: float
+
+    def rows(self) -> list[TxtRow]:
+        """The records, in transfer order (here and now).
+
+        Raises:
+            ResolveError, dns.exception.DNSException, OSError, EOFError: as
+                :func:`transfer_txt` (:data:`TRANSFER_FAILURES`).
+        """
+        _, records = transfer_txt(
+            dns.name.from_text(self.zone),
+            self.server,
+            self.select,
+            keyring=self.keyring,
+            keyname=self.keyname,
+            timeout=self.timeout,
+            lifetime=self.timeout * 4,
+        )
+        return [(record.owner, record.ttl, record.strings) for record in records]
 
 
 class Transfer:
-    """An AXFR of ``zone`` from ``server`` under way in a child process (``select``:
-    which TXT owners to keep, see :func:`transfer_txt`); :meth:`rows` waits for it.
-    Use it as a context manager: a child still running at the end is stopped."""
+    """A :class:`TransferRequest` under way in a child process; :meth:`rows` waits for
+    it. Use it as a context manager: a child still running at the end is stopped."""
 
-    def __init__(
-        self,
-        zone: str,
-        server: tuple[str, int],
-        select: Selector,
-        *,
-        keyring: Any | None,
-        keyname: dns.name.Name | None,
-        timeout: float,
-    ) -> None:
+    def __init__(self, request: TransferRequest) -> None:
         context = multiprocessing.get_context("fork")
         self._receive, send = context.Pipe(duplex=False)
-        arguments = (send, self._receive, zone, server, select, keyring, keyname, timeout)
+        arguments = (send, self._receive, request)
         self._child = context.Process(target=_read, args=arguments, daemon=True)
         try:
             with starting_workers():  # deaf to a Ctrl-C until it leaves our process group
@@ -131,12 +126,7 @@ class Transfer:
 def _read(
     send: multiprocessing.connection.Connection,
     receive: multiprocessing.connection.Connection,
-    zone: str,
-    server: tuple[str, int],
-    select: Selector,
-    keyring: Any | None,
-    keyname: dns.name.Name | None,
-    timeout: float,
+    request: TransferRequest,
 ) -> None:
     """In the child: transfer, send ``("ok", rows)``, ``("failed", None)`` or
     ``("error", text)``, and end without the parent's exit handlers. The parent's end of
@@ -144,10 +134,7 @@ def _read(
     receive.close()
     quiet_worker()
     try:
-        rows = transfer_rows(
-            zone, server, select, keyring=keyring, keyname=keyname, timeout=timeout
-        )
-        outcome: tuple[str, object] = ("ok", rows)
+        outcome: tuple[str, object] = ("ok", request.rows())
     except TRANSFER_FAILURES:
         outcome = ("failed", None)
     except Exception as exc:
