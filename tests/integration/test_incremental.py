@@ -437,9 +437,8 @@ def test_an_edit_made_while_a_run_goes_on_is_published_by_the_next(
 def test_a_patch_whose_outputs_cannot_be_written_keeps_the_set_and_the_next_run_mends_it(
     tmp_path: Path,
 ) -> None:
-    # The new generation is written in a thread while the record is made: what fails
-    # there reaches the run as its one error, the set readers see stays whole, and
-    # the generation is dropped.
+    # A generation that cannot be written: the run's one error, the set readers see
+    # stays whole, and the generation is dropped.
     root = _workspace(tmp_path / "ws")
     before = {name: _read(root / name) for name in OUTPUTS[:3]}
     _edit(root, "  - ~user8\n", "  - {handle: ~user8, resolver: 'https://patch.example/8'}\n")

@@ -8,7 +8,6 @@ set or the whole new one.
 from __future__ import annotations
 
 import json
-import threading
 from collections.abc import Callable, Iterable, Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass
@@ -80,11 +79,9 @@ def commit(ctx: RunContext, writes: Writes) -> list[str]:
 
 @contextmanager
 def committing(ctx: RunContext, writes: Writes) -> Iterator[Commit]:
-    """:func:`commit` in steps: the new generation's files are written in a thread from
-    the start (when they are bytes in hand), so the caller's own work overlaps the
-    copies and syncs; :meth:`Commit.finish` writes the log and state and switches.
-    Left without finishing (an error, an interrupt before it), the generation is
-    dropped. Ctrl-C and SIGTERM wait until the block ends.
+    """:func:`commit` in steps: the caller does its own work (a patch makes its record)
+    inside the block, then :meth:`Commit.finish` writes. A generation left unswitched
+    (an error) is dropped. Ctrl-C and SIGTERM wait until the block ends.
 
     Raises:
         RenderError: the output set cannot be prepared.
@@ -106,10 +103,6 @@ class Commit:
         self.writes = writes
         self.outputs = zone_outputs(ctx.out, writes.zone)
         self._staging: Staging | None = None
-        self._files: _Files | None = None
-        if not ctx.check and _in_hand(writes):
-            self._staging = self.outputs.stage()
-            self._files = _Files(self._staging, self.outputs, writes)
 
     def finish(self) -> list[str]:
         """Write the log, the state, then switch to the new outputs; what was (or with
@@ -143,12 +136,8 @@ class Commit:
             _durable({writes.log_path.parent, state_path.parent})
         if dry_run:
             return written + _would_write(outputs, writes)
-        if self._staging is None or self._files is None:  # text: written here and now
-            self._staging = staging = outputs.stage()
-            files = _stage_files(staging, outputs, writes)
-        else:
-            staging, files = self._staging, self._files.result()
-        switched = self._switch(staging, files)
+        self._staging = staging = outputs.stage()
+        switched = self._switch(staging, _stage_files(staging, outputs, writes))
         if state.previous_zone_sha256 is not None:  # the outputs hold the new zone now
             atomic_write_bytes(state_path, state.switched().to_text().encode())
         return written + switched
@@ -170,61 +159,10 @@ class Commit:
         return self.outputs.ensure_links()
 
     def close(self) -> None:
-        """Wait for the files being written; drop a generation never switched to."""
-        if self._files is not None:
-            self._files.wait()
+        """Drop a generation never switched to."""
         if self._staging is not None:
             self._staging.abandon()
             self._staging = None
-
-
-def _in_hand(writes: Writes) -> bool:
-    """True when every output's new content is bytes in hand (chunks of a patch): they
-    may be written in a thread, away from what the run goes on to do. Text is rendered
-    as it is written, in the run's own thread."""
-    return all(
-        not isinstance(content, Text)
-        for content in (writes.zone_file, writes.envelopes_file, writes.ds)
-    )
-
-
-class _Files:
-    """The files of a new generation, written in a thread: the kernel's copies and the
-    syncs hold no lock, so the run's own work goes on meanwhile."""
-
-    def __init__(self, staging: Staging, outputs: OutputSet, writes: Writes) -> None:
-        self._staging = staging
-        self._outputs = outputs
-        self._writes = writes
-        self._written: list[str] = []
-        self._error: BaseException | None = None
-        self._thread: threading.Thread | None = threading.Thread(
-            target=self._run, name="outputs", daemon=True
-        )
-        self._thread.start()
-
-    def _run(self) -> None:
-        try:
-            self._written = _stage_files(self._staging, self._outputs, self._writes)
-        except BaseException as exc:  # raised again in the run's thread
-            self._error = exc
-
-    def wait(self) -> None:
-        """Wait until the files are written (or writing them failed)."""
-        if self._thread is not None:
-            self._thread.join()
-            self._thread = None
-
-    def result(self) -> list[str]:
-        """The outputs written into the generation.
-
-        Raises:
-            RenderError: one could not be written (what the thread raised).
-        """
-        self.wait()
-        if self._error is not None:
-            raise self._error
-        return self._written
 
 
 def _durable(directories: set[Path]) -> None:

@@ -513,7 +513,7 @@ class Patched:
         written: list[str] = []
         if committed:
             with self.watch.stage("write"), committing(ctx, self._writes()) as pending:
-                record = None if ctx.check else self._record(ctx)  # as the outputs are written
+                record = None if ctx.check else self._record(ctx)
                 written = pending.finish()
                 if record is not None:
                     self._remember(ctx, record)
@@ -598,7 +598,7 @@ class Patched:
             self.handle_keys,
             KeyLines(self.handle_lines, base.keys.mark),
             before,
-            jobs=1,  # no worker forked while the outputs' thread writes
+            jobs=ctx.jobs,
         )
         memo = dataclasses.replace(self.memo, keys=keys.lines, keys_mark=keys.mark)
         return _Record(keys, span, self._summary(), memo.encoded())
