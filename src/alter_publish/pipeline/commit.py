@@ -9,7 +9,6 @@ from __future__ import annotations
 
 import json
 from collections.abc import Callable, Iterable, Iterator
-from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -73,96 +72,40 @@ def commit(ctx: RunContext, writes: Writes) -> list[str]:
     Raises:
         RenderError: a file cannot be written or a stale DS file removed.
     """
-    with committing(ctx, writes) as pending:
-        return pending.finish()
-
-
-@contextmanager
-def committing(ctx: RunContext, writes: Writes) -> Iterator[Commit]:
-    """:func:`commit` in steps: the caller does its own work (a patch makes its record)
-    inside the block, then :meth:`Commit.finish` writes. A generation left unswitched
-    (an error) is dropped. Ctrl-C and SIGTERM wait until the block ends.
-
-    Raises:
-        RenderError: the output set cannot be prepared.
-    """
     # Ctrl-C and SIGTERM wait until the zone's log, state and outputs are all written.
     with deferred_interrupts():
-        pending = Commit(ctx, writes)
-        try:
-            yield pending
-        finally:
-            pending.close()
+        return _commit(ctx, writes)
 
 
-class Commit:
-    """One zone's writes under way (:func:`committing`)."""
-
-    def __init__(self, ctx: RunContext, writes: Writes) -> None:
-        self.ctx = ctx
-        self.writes = writes
-        self.outputs = zone_outputs(ctx.out, writes.zone)
-        self._staging: Staging | None = None
-
-    def finish(self) -> list[str]:
-        """Write the log, the state, then switch to the new outputs; what was (or with
-        ``check``, would be) written.
-
-        Raises:
-            RenderError: a file cannot be written or a stale DS file removed.
-        """
-        ctx, writes = self.ctx, self.writes
-        dry_run = ctx.check
-        write = content_differs if dry_run else atomic_write_bytes
-        written: list[str] = []
-        if writes.append_log is not None:
-            if not dry_run:
-                writes.append_log()
-            written.append(str(writes.log_path))
-        if writes.publication is not None:
-            if dry_run:
-                if writes.publication.new_note is not None:
-                    written.append(str(writes.publication.history.path))
-            else:
-                written += write_publication(writes.publication)
-        state_path = state_path_for(writes.definition)
-        outputs = self.outputs
-        current = outputs.current()
-        published = None if current == outputs.out else _manifest(current).get("zone_sha256")
-        state = writes.state.replacing(SerialState.read(state_path), published)
-        if write(state_path, state.to_text().encode()):
-            written.append(str(state_path))
-        if not dry_run and written:  # the log and state are on disk before any output
-            _durable({writes.log_path.parent, state_path.parent})
+def _commit(ctx: RunContext, writes: Writes) -> list[str]:
+    dry_run = ctx.check
+    write = content_differs if dry_run else atomic_write_bytes
+    written: list[str] = []
+    if writes.append_log is not None:
+        if not dry_run:
+            writes.append_log()
+        written.append(str(writes.log_path))
+    if writes.publication is not None:
         if dry_run:
-            return written + _would_write(outputs, writes)
-        self._staging = staging = outputs.stage()
-        switched = self._switch(staging, _stage_files(staging, outputs, writes))
-        if state.previous_zone_sha256 is not None:  # the outputs hold the new zone now
-            atomic_write_bytes(state_path, state.switched().to_text().encode())
-        return written + switched
-
-    def _switch(self, staging: Staging, written: list[str]) -> list[str]:
-        """Switch the whole set at once to the generation written; nothing written: the
-        set stays."""
-        self._staging = None
-        try:
-            if written:
-                manifest = {"zone_sha256": self.writes.state.zone_sha256}
-                atomic_write_bytes(staging.path(MANIFEST), json.dumps(manifest).encode())
-                staging.switch()
-                return written
-            staging.abandon()
-        except BaseException:
-            staging.abandon()
-            raise
-        return self.outputs.ensure_links()
-
-    def close(self) -> None:
-        """Drop a generation never switched to."""
-        if self._staging is not None:
-            self._staging.abandon()
-            self._staging = None
+            if writes.publication.new_note is not None:
+                written.append(str(writes.publication.history.path))
+        else:
+            written += write_publication(writes.publication)
+    state_path = state_path_for(writes.definition)
+    outputs = zone_outputs(ctx.out, writes.zone)
+    current = outputs.current()
+    published = None if current == outputs.out else _manifest(current).get("zone_sha256")
+    state = writes.state.replacing(SerialState.read(state_path), published)
+    if write(state_path, state.to_text().encode()):
+        written.append(str(state_path))
+    if not dry_run and written:  # the log and state are on disk before any output
+        _durable({writes.log_path.parent, state_path.parent})
+    if dry_run:
+        return written + _would_write(outputs, writes)
+    switched = _switch(outputs, writes)
+    if state.previous_zone_sha256 is not None:  # the outputs hold the new zone now
+        atomic_write_bytes(state_path, state.switched().to_text().encode())
+    return written + switched
 
 
 def _durable(directories: set[Path]) -> None:
@@ -219,23 +162,34 @@ def _differs(path: Path, content: Text | Chunks | bytes) -> bool:
     return content_differs(path, content)
 
 
-def _stage_files(staging: Staging, outputs: OutputSet, writes: Writes) -> list[str]:
-    """Write the files that changed into the new generation (the others carried over);
-    the outputs written.
+def _switch(outputs: OutputSet, writes: Writes) -> list[str]:
+    """Write the files that changed into a new generation of the set (the others carried
+    over), then switch the whole set at once; nothing changed: the set stays.
 
     Raises:
-        RenderError: a file cannot be written.
+        RenderError: a file cannot be written, or the set cannot be switched.
     """
+    staging = outputs.stage()
     written: list[str] = []
-    for name, content in _contents(outputs, writes).items():
-        if content == b"":  # a DS left at the registrar for an unsigned zone makes it
-            if staging.previous_path(name).exists():  # bogus: none is offered
-                written.append(f"{outputs.out / name} (removed: the zone is unsigned)")
-        elif content is not None and _write(staging, name, content):
-            written.append(str(outputs.out / name))
-        else:
-            staging.keep(name)
-    return written
+    try:
+        for name, content in _contents(outputs, writes).items():
+            if content == b"":  # a DS left at the registrar for an unsigned zone makes it
+                if staging.previous_path(name).exists():  # bogus: none is offered
+                    written.append(f"{outputs.out / name} (removed: the zone is unsigned)")
+            elif content is not None and _write(staging, name, content):
+                written.append(str(outputs.out / name))
+            else:
+                staging.keep(name)
+        if written:
+            manifest = {"zone_sha256": writes.state.zone_sha256}
+            atomic_write_bytes(staging.path(MANIFEST), json.dumps(manifest).encode())
+            staging.switch()
+            return written
+        staging.abandon()
+    except BaseException:
+        staging.abandon()
+        raise
+    return outputs.ensure_links()
 
 
 def _write(staging: Staging, name: str, content: Text | Chunks | bytes) -> bool:

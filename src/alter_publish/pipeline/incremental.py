@@ -200,22 +200,15 @@ class Memo:
 
     def to_bytes(self) -> bytes:
         """JSON form (offsets as base64 of little-endian 64-bit integers)."""
-        return self.encoded().with_base(self.base)
-
-    def encoded(self) -> EncodedMemo:
-        """The JSON form but for ``base`` (the digest of the outputs, known once they
-        are written), which goes last: the bulk is encoded while they are written."""
         doc: dict[str, Any] = {"format": MEMO_FORMAT}
         for name in self.__slots__:
             value = getattr(self, name)
-            if name == "base":
-                continue
             if name in _PACKED:
                 value = _packed(value)
             elif isinstance(value, Mark):
                 value = value.to_text()
             doc[name] = value
-        return EncodedMemo(json.dumps(doc, separators=(",", ":")).encode())
+        return json.dumps(doc, separators=(",", ":")).encode()
 
     @classmethod
     def read(cls, path: Path) -> Memo | None:
@@ -301,26 +294,7 @@ class Memo:
         Raises:
             RenderError: it cannot be written.
         """
-        self.encoded().write(path, self.base)
-
-
-@dataclass(frozen=True, slots=True)
-class EncodedMemo:
-    """A memo's JSON form without its ``base`` (:meth:`Memo.encoded`)."""
-
-    head: bytes  # the JSON object, ``base`` left out
-
-    def with_base(self, base: str) -> bytes:
-        """The memo's JSON form, ``base`` last."""
-        return self.head[:-1] + b',"base":' + json.dumps(base).encode() + b"}"
-
-    def write(self, path: Path, base: str) -> None:
-        """Write the memo with ``base`` atomically.
-
-        Raises:
-            RenderError: it cannot be written.
-        """
-        atomic_write_bytes(path, self.with_base(base), error=RenderError)
+        atomic_write_bytes(path, self.to_bytes(), error=RenderError)
 
 
 def _ascending(values: Sequence[int]) -> bool:

@@ -47,13 +47,12 @@ from alter_publish.pipeline.chain import (
     handle_expectations,
     run_chain,
 )
-from alter_publish.pipeline.commit import Chunks, Writes, committing
+from alter_publish.pipeline.commit import Chunks, Writes, commit
 from alter_publish.pipeline.context import ProvenRun, RunContext, ZoneStart
 from alter_publish.pipeline.fingerprint import KeyLines, handle_key_lines, recorded_key_lines
 from alter_publish.pipeline.incremental import (
     PATCH_OWNER_SCANS,
     Edit,
-    EncodedMemo,
     Memo,
     apply_edits,
     memo_path,
@@ -512,11 +511,10 @@ class Patched:
         """
         written: list[str] = []
         if committed:
-            with self.watch.stage("write"), committing(ctx, self._writes()) as pending:
-                record = None if ctx.check else self._record(ctx)
-                written = pending.finish()
-                if record is not None:
-                    self._remember(ctx, record)
+            with self.watch.stage("write"):
+                written = commit(ctx, self._writes())
+                if not ctx.check:
+                    self._remember(ctx)
         chain, summary = self.chained.chain, self._summary()
         return zone_result(
             ctx.out,
@@ -580,14 +578,17 @@ class Patched:
             publication=self.publication,
         )
 
-    def _record(self, ctx: RunContext) -> _Record:
-        """The record of the run the patch makes, but what depends on the outputs written."""
-        spec, base, record = self.spec, self.base, self.base.record
+    def _remember(self, ctx: RunContext) -> None:
+        """The fingerprint and memo of the run the patch makes."""
+        spec, record = self.spec, self.base.record
         # From when the envelopes patched in are reused, within the last run's (a little
         # late, never early: a run before at worst goes in full); until one falls due.
         valid_from, valid_until = valid_span(self.chained.chain.signed, self.state.signatures, spec)
         until = min(valid_until, min(self.memo.dues, default=valid_until))
         span = (max(record.valid_from, valid_from), until)
+        summary = self._summary()
+        entries = self.base.entries
+        base = self.base
         # The signed handles' key lines before this run loaded their keys ("": added).
         before = {
             i: "" if (o := base.olds[i]) is None else base.keys.lines[o] for i in base.changed
@@ -600,26 +601,10 @@ class Patched:
             before,
             jobs=ctx.jobs,
         )
-        memo = dataclasses.replace(self.memo, keys=keys.lines, keys_mark=keys.mark)
-        return _Record(keys, span, self._summary(), memo.encoded())
-
-    def _remember(self, ctx: RunContext, record: _Record) -> None:
-        """The fingerprint and memo of the run the patch makes (the outputs written)."""
-        spec, entries = self.spec, self.base.entries
-        keys, span, summary = record.keys, record.span, record.summary
         write_fingerprint(ctx, spec, entries.text, self.handle_keys, keys, span, summary)
         digest = base_digest(ctx, spec.path, spec.origin, entries)
-        record.memo.write(memo_path(ctx.out, spec.path), digest)
-
-
-@dataclass(frozen=True, slots=True)
-class _Record:
-    """The record of a patch's run, made while its outputs are written."""
-
-    keys: KeyLines
-    span: tuple[int, int]
-    summary: dict[str, Any]
-    memo: EncodedMemo
+        memo = dataclasses.replace(self.memo, base=digest, keys=keys.lines, keys_mark=keys.mark)
+        memo.write(memo_path(ctx.out, spec.path))
 
 
 def _source(old: Bytes) -> MappedFile | memoryview:
