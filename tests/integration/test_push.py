@@ -143,6 +143,9 @@ def test_plan_then_push_converges_and_touches_nothing_else(
     assert pushed.returncode == EXIT_OK, pushed.stdout + pushed.stderr
     assert "5/5 handles verified" in pushed.stdout
     assert "(secure)" in pushed.stdout  # validated to the server's own DS
+    # After its updates the push read the server's differences since its plan (IXFR),
+    # not the whole zone again.
+    assert "server now matches (read by ixfr)" in pushed.stdout
     code, second = _plan(ws, server, key_file)
     assert (code, second["pending"], second["served_records"]) == (EXIT_OK, False, 6)
     assert _served_checkpoint(server) == _built_checkpoint(ws)

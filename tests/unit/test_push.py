@@ -41,6 +41,7 @@ from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PrivateKey
 from alter_publish import pipeline
 from alter_publish.definition.model import ZoneSpec, load_zone
 from alter_publish.dns.server import ZoneServer
+from alter_publish.dns.transfer import TransferredTxt, TxtChanges
 from alter_publish.dns.zonetext import parse_zone_text
 from alter_publish.errors import EXIT_NETWORK, EXIT_USAGE, PublishError, RenderError, UsageError
 from alter_publish.format.envelope import Revocation, sign_envelope, split_txt
@@ -53,6 +54,7 @@ from alter_publish.pipeline.unchanged import outputs_as_proven
 from alter_publish.publish import managed
 from alter_publish.publish import push as publishing
 from alter_publish.publish.desired import desired_records
+from alter_publish.publish.transferring import Snapshot
 from tests.conftest import EXAMPLE_ZONE, NOW, Workspace
 
 ZONE = "example.com"
@@ -1061,3 +1063,78 @@ def test_an_output_older_than_the_log_is_refused(workspace: Workspace) -> None:
     workspace.envelopes.write_bytes(old)
     with pytest.raises(RenderError, match="stale"):
         desired_records(spec, workspace.out)
+
+
+# --- the plan after the updates: the server's differences since (IXFR) -----------------
+
+
+def test_a_snapshot_takes_an_incremental_transfer_in_turn() -> None:
+    old, new, gone = _owned("~blake", "sig=1"), _owned("~blake", "sig=2"), _owned("~old")
+    old_owner = f"_alter.old.{ZONE}."
+    rows = [
+        (BLAKE_OWNER, HOUR_SECONDS, _strings(old)),
+        (BLAKE_OWNER, HOUR_SECONDS, _strings("not ours")),
+        (old_owner, HOUR_SECONDS, _strings(gone)),
+    ]
+    before = Snapshot.of(ZONE, 7, rows)
+    assert sorted(before.served) == [BLAKE_OWNER, old_owner]
+    changes = TxtChanges(
+        9,
+        None,
+        (
+            (False, TransferredTxt(BLAKE_OWNER, HOUR_SECONDS, _strings(old))),
+            (True, TransferredTxt(BLAKE_OWNER, 60, _strings(new))),
+            (False, TransferredTxt(old_owner, HOUR_SECONDS, _strings(gone))),
+        ),
+    )
+    after, touched = before.updated(ZONE, changes)
+    assert (after.serial, touched) == (9, frozenset({BLAKE_OWNER, old_owner}))
+    assert list(after.served) == [BLAKE_OWNER]
+    assert (after.served[BLAKE_OWNER].ttl, after.served[BLAKE_OWNER].texts) == (60, (new,))
+    assert after.rows[BLAKE_OWNER] == [(HOUR_SECONDS, _strings("not ours")), (60, _strings(new))]
+    assert old_owner not in after.rows
+    assert before.served[BLAKE_OWNER].texts == (old,)  # the snapshot before is unchanged
+
+
+def _with_serial(soa: dns.rrset.RRset, serial: int) -> dns.rrset.RRset:
+    (rdata,) = soa
+    changed = dns.rrset.RRset(soa.name, soa.rdclass, soa.rdtype)
+    changed.add(rdata.replace(serial=serial), soa.ttl)
+    return changed
+
+
+def test_the_plan_after_the_updates_reads_the_differences_since(signed: Signed) -> None:
+    zone = signed.zone()
+    rrsets = _zone_rrsets(zone)
+    with _transfer_server(rrsets) as address:
+        before = publishing.plan(signed.spec, out=signed.ws.out, server=address, tsig=None)
+    assert (before.enumeration, before.pending) == ("axfr", False)
+    assert before.snapshot is not None
+    served = zone.find_rdataset(BLAKE_OWNER, dns.rdatatype.TXT)
+    old_soa, serial = rrsets[0], before.snapshot.serial
+    # The server then serves another text at blake's owner: one update to plan.
+    deleted = dns.rrset.from_rdata_list(BLAKE_OWNER, HOUR_SECONDS, list(served))
+    added = dns.rrset.from_text(BLAKE_OWNER, HOUR_SECONDS, "IN", "TXT", '"v=alter1; h=~blake"')
+    new_soa = _with_serial(old_soa, serial + 1)
+    answer = [new_soa, _with_serial(old_soa, serial), deleted, new_soa, added, new_soa]
+    desired = desired_records(signed.spec, signed.ws.out)
+    with _transfer_server(answer) as address:
+        after = publishing.replan(
+            signed.spec, before, desired, out=signed.ws.out, server=address, tsig=None
+        )
+    assert after.enumeration == "ixfr"
+    assert [(c.owner, c.action) for c in after.changes] == [(BLAKE_OWNER, "update")]
+    assert after.served == before.served
+    assert after.snapshot is not None
+    assert after.snapshot.serial == serial + 1
+
+
+def test_the_plan_after_the_updates_asks_again_without_a_transfer(signed: Signed) -> None:
+    with _serving(signed.zone()) as address:  # offers no transfer: queries
+        before = publishing.plan(signed.spec, out=signed.ws.out, server=address, tsig=None)
+        desired = desired_records(signed.spec, signed.ws.out)
+        after = publishing.replan(
+            signed.spec, before, desired, out=signed.ws.out, server=address, tsig=None
+        )
+    assert (before.snapshot, before.enumeration) == (None, "queries")
+    assert (after.enumeration, after.pending, after.served) == ("queries", False, before.served)

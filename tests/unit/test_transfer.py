@@ -31,9 +31,11 @@ from hypothesis import strategies as st
 
 from alter_publish.dns.transfer import (
     TransferredTxt,
+    TxtChanges,
     _Reader,
     _Tsig,
     transfer_txt,
+    transfer_txt_changes,
     transfer_txt_reference,
 )
 from alter_publish.errors import ResolveError
@@ -79,12 +81,18 @@ def txt(owner: bytes, *strings: bytes, ttl: int = 300, rdclass: int = IN) -> byt
 
 
 def message(
-    ident: int, answers: list[bytes], *, flags: int = QR_AA, extra: list[bytes] | None = None
+    ident: int,
+    answers: list[bytes],
+    *,
+    flags: int = QR_AA,
+    extra: list[bytes] | None = None,
+    qtype: int = 252,
 ) -> bytes:
-    """A response: the AXFR question, ``answers``, ``extra`` in the additional section."""
+    """A response: the AXFR question (or ``qtype``'s), ``answers``, ``extra`` in the
+    additional section."""
     extra = extra or []
     header = struct.pack("!HHHHHH", ident, flags, 1, len(answers), 0, len(extra))
-    return header + ORIGIN_WIRE + struct.pack("!HH", 252, IN) + b"".join(answers + extra)
+    return header + ORIGIN_WIRE + struct.pack("!HH", qtype, IN) + b"".join(answers + extra)
 
 
 def owner(*labels: bytes, zone: bytes = ORIGIN_WIRE) -> bytes:
@@ -607,3 +615,88 @@ def test_random_bytes_are_refused_only_with_resolve_error(
     tsig = _Tsig(KEY, b"\x01" * 32) if signed else None
     with pytest.raises(ResolveError):
         _read_directly(wires, ident, tsig)
+
+
+# --- incremental transfers (IXFR, RFC 1995) ----------------------------------------------
+
+IXFR = 251
+BLAKE = "_alter.blake.example.com."
+DREW = owner(b"_alter", b"drew")
+
+
+def ixfr(since: int, messages: list[list[bytes]], *, tsig: bool = False) -> TxtChanges:
+    """Serve ``messages`` (each a list of answers) as the answer to an IXFR from ``since``."""
+
+    def build(ident: int, mac: bytes) -> list[bytes]:
+        wires = [message(ident, answers, qtype=IXFR) for answers in messages]
+        return sign(ident, wires, [True] * len(wires), mac) if tsig else wires
+
+    with serving(build) as server:
+        keyring = {KEYNAME: KEY} if tsig else None
+        return transfer_txt_changes(
+            ORIGIN,
+            server,
+            _all,
+            since,
+            keyring=keyring,
+            keyname=KEYNAME if tsig else None,
+            timeout=5,
+            lifetime=10,
+        )
+
+
+def test_the_differences_of_several_versions_are_read_in_order() -> None:
+    old, renewed, newest = txt(ALTER, b"epoch 1"), txt(ALTER, b"epoch 2"), txt(DREW, b"drew")
+    answers = [soa(9), soa(7), old, soa(8), renewed, soa(8), soa(9), newest, soa(9)]
+    got = ixfr(7, [answers[:4], answers[4:]], tsig=True)
+    assert got == TxtChanges(
+        9,
+        None,
+        (
+            (False, TransferredTxt(BLAKE, 300, (b"epoch 1",))),
+            (True, TransferredTxt(BLAKE, 300, (b"epoch 2",))),
+            (True, TransferredTxt("_alter.drew.example.com.", 300, (b"drew",))),
+        ),
+    )
+
+
+def test_an_unchanged_zone_answers_with_its_soa_alone() -> None:
+    assert ixfr(7, [[soa(7)]]) == TxtChanges(7, None, ())
+
+
+def test_a_server_without_history_sends_the_whole_zone() -> None:
+    got = ixfr(7, [[soa(9), GOOD_TXT, txt(owner(b"www"), b"x"), soa(9)]])
+    assert got.serial == 9
+    assert got.changes == ()
+    assert got.records == (
+        TransferredTxt(BLAKE, 300, (b"alter1 v=1",)),
+        TransferredTxt("www.example.com.", 300, (b"x",)),
+    )
+
+
+def test_the_whole_of_an_empty_zone() -> None:
+    assert ixfr(7, [[soa(9), soa(9)]]) == TxtChanges(9, (), ())
+
+
+@pytest.mark.parametrize(
+    ("answers", "match"),
+    [
+        ([soa(9), soa(6), soa(9), soa(9)], "starts at serial 6, not 7"),
+        ([soa(9), soa(7), soa(8), GOOD_TXT, soa(5), soa(9)], "do not follow on"),
+        ([soa(9)], "SOA alone"),
+    ],
+    ids=["another-start", "versions-apart", "soa-alone"],
+)
+def test_differences_that_do_not_lead_from_the_serial_asked_for(
+    answers: list[bytes], match: str
+) -> None:
+    with pytest.raises(ResolveError, match=match):
+        ixfr(7, [answers])
+
+
+def test_an_ixfr_answered_as_an_axfr_question() -> None:
+    def build(ident: int, _mac: bytes) -> list[bytes]:
+        return [message(ident, [soa(9), soa(9)])]
+
+    with serving(build) as server, pytest.raises(ResolveError, match="another question"):
+        transfer_txt_changes(ORIGIN, server, _all, 7, timeout=5, lifetime=10)

@@ -213,6 +213,7 @@ def _print_pushed(outcome: publishing.PushReport, as_json: bool) -> None:
             {
                 "plan": result.to_mapping(),
                 "updates_sent": sent,
+                "checked_by": outcome.checked_by,
                 "proof": report.to_mapping(),
                 "name_servers": outcome.convergence.to_mapping(),
                 "name_server_proofs": [proof.to_mapping() for proof in outcome.fleet_proofs],
@@ -221,7 +222,10 @@ def _print_pushed(outcome: publishing.PushReport, as_json: bool) -> None:
         )
     else:
         _print_plan(result)
-        typer.echo(f"{result.zone}: {sent} update message(s) applied; server now matches")
+        typer.echo(
+            f"{result.zone}: {sent} update message(s) applied; server now matches "
+            f"(read by {outcome.checked_by})"
+        )
     print_verified(report, as_json)
     if outcome.convergence.converged and not as_json:
         typer.echo(outcome.convergence.summary())

@@ -1,4 +1,5 @@
-"""A zone transfer (AXFR, RFC 5936) read at the wire level, keeping only some TXT records.
+"""A zone transfer (AXFR, RFC 5936, or IXFR, RFC 1995) read at the wire level, keeping
+only some TXT records.
 
 ``plan`` compares the alter1 TXT records a server serves with what ``sign`` wrote. A
 signed zone of 100,000 names transfers as about half a million records (TXT, RRSIG,
@@ -18,6 +19,12 @@ and the last must be signed, at most 99 unsigned in a row. Only the data of reco
 skips is not parsed (dnspython parses it all). The dnspython reader stays beside it as
 the reference (:func:`transfer_txt_reference`); tests check they agree on a real
 server's transfer and on made-up ones (``tests/unit/test_transfer.py``).
+
+An incremental transfer (:func:`transfer_txt_changes`) is read the same way: after the
+opening SOA come the differences from the serial asked for, each as the old version's
+SOA, the records deleted, the new version's SOA and the records added; the SOA of the
+zone's current version closes it. A server that keeps no history sends the whole zone
+instead (then read as an AXFR), and one whose zone has not changed sends its SOA alone.
 """
 
 from __future__ import annotations
@@ -46,14 +53,17 @@ from alter_publish.errors import ResolveError
 
 __all__ = [
     "TransferredTxt",
+    "TxtChanges",
     "transfer_txt",
+    "transfer_txt_changes",
     "transfer_txt_reference",
 ]
 
 _HEADER: Final = struct.Struct("!HHHHHH")
 _RECORD: Final = struct.Struct("!HHIH")
-#: The question of an AXFR response after its name: type AXFR, class IN.
+#: The question of a transfer response after its name: type AXFR or IXFR, class IN.
 _AXFR_IN: Final = struct.pack("!HH", int(dns.rdatatype.AXFR), int(dns.rdataclass.IN))
+_IXFR_IN: Final = struct.pack("!HH", int(dns.rdatatype.IXFR), int(dns.rdataclass.IN))
 _LENGTH: Final = struct.Struct("!H")
 _QR: Final = 0x8000
 _RCODE_MASK: Final = 0x000F
@@ -91,6 +101,24 @@ class TransferredTxt:
     owner: str
     ttl: int
     strings: tuple[bytes, ...]
+
+
+@dataclass(frozen=True, slots=True)
+class TxtChanges:
+    """An incremental transfer's outcome (:func:`transfer_txt_changes`).
+
+    Attributes:
+        serial: the zone's serial now.
+        records: every selected TXT record of the zone, when the server sent the whole
+            zone instead of its differences; else None.
+        changes: the selected TXT records deleted (False) and added (True) since the
+            serial asked for, in the order the versions follow one another (empty when
+            the zone has not changed, or ``records`` holds the whole zone).
+    """
+
+    serial: int
+    records: tuple[TransferredTxt, ...] | None
+    changes: tuple[tuple[bool, TransferredTxt], ...]
 
 
 @dataclass(frozen=True, slots=True)
@@ -215,12 +243,26 @@ class _Reader:
     """Walks the messages of one transfer; keeps the TXT records in the zone that
     ``select`` accepts (it never sees an owner outside the zone)."""
 
-    def __init__(self, origin: bytes, query_id: int, select: Selector, tsig: _Tsig | None) -> None:
+    def __init__(
+        self,
+        origin: bytes,
+        query_id: int,
+        select: Selector,
+        tsig: _Tsig | None,
+        since: int | None = None,
+    ) -> None:
         self.origin = origin
         self.query_id = query_id
         self.select = select
         self.tsig = tsig
+        self.since = since  # an IXFR from this serial; None: an AXFR
         self.records: list[TransferredTxt] = []
+        self.changes: list[tuple[bool, TransferredTxt]] = []
+        #: IXFR: None until the record after the opening SOA tells (an SOA: differences
+        #: follow; anything else: the whole zone), then whether differences follow.
+        self.incremental: bool | None = None
+        self._deleting = False
+        self._version = 0
         self.serial: int | None = None
         self._soa_fields: tuple[bytes, bytes, bytes] | None = None
         self.done = False
@@ -249,6 +291,11 @@ class _Reader:
             self._read(wire, qdcount, ancount, nscount + arcount)
         except (IndexError, struct.error) as exc:
             raise ResolveError("a truncated record in a transfer message") from exc
+        if self.since is not None and self.incremental is None and not self.done and ancount == 1:
+            # An SOA alone, of another serial than asked for: no differences will follow.
+            raise ResolveError(
+                f"the incremental transfer was answered with the SOA alone (serial {self.serial})"
+            )
 
     def _read(self, wire: bytes, qdcount: int, ancount: int, others: int) -> None:
         pos = _HEADER.size
@@ -269,22 +316,33 @@ class _Reader:
                 self._soa(wire, owner_at, rdclass, end - pos, end)
             elif self.serial is None:
                 raise ResolveError("the transfer does not begin with the zone's SOA")
-            elif rdtype == _TXT and rdclass == _IN:
-                owner = _name_wire(wire, owner_at)
-                if is_in_zone(owner, label_starts(owner), self.origin) and self.select(owner):
-                    text = _owner_text(owner)
-                    self.records.append(TransferredTxt(text, ttl, _strings(wire[pos:end])))
+            else:
+                if self.since is not None and self.incremental is None:
+                    self.incremental = False  # IXFR answered with the whole zone
+                if rdtype == _TXT and rdclass == _IN:
+                    self._txt(wire, owner_at, ttl, wire[pos:end])
             pos = end
         self._tail(wire, pos, others)
 
+    def _txt(self, wire: bytes, owner_at: int, ttl: int, rdata: bytes) -> None:
+        owner = _name_wire(wire, owner_at)
+        if is_in_zone(owner, label_starts(owner), self.origin) and self.select(owner):
+            record = TransferredTxt(_owner_text(owner), ttl, _strings(rdata))
+            if self.incremental:
+                self.changes.append((not self._deleting, record))
+            else:
+                self.records.append(record)
+
     def _question(self, wire: bytes, pos: int, qdcount: int) -> int:
-        """The offset past the question, which must be the zone's AXFR (as dnspython checks).
+        """The offset past the question, which must be the zone's AXFR or IXFR, as asked
+        (as dnspython checks).
 
         Raises:
             ResolveError: another question.
         """
         end = _name_end(wire, pos) + 4
-        if qdcount != 1 or wire[end - 4 : end] != _AXFR_IN or _name_wire(wire, pos) != self.origin:
+        asked = _AXFR_IN if self.since is None else _IXFR_IN
+        if qdcount != 1 or wire[end - 4 : end] != asked or _name_wire(wire, pos) != self.origin:
             raise ResolveError("a transfer message with another question")
         return end
 
@@ -307,12 +365,42 @@ class _Reader:
         (serial,) = struct.unpack_from("!I", wire, rname_end)
         if self.serial is None:
             self.serial, self._soa_fields = serial, fields
+            self.done = serial == self.since  # unchanged: the SOA alone answers an IXFR
+        elif self.since is not None and self.incremental is not False:
+            self._version_soa(serial, fields)
         elif serial != self.serial:
             raise ResolveError("the zone changed during the transfer (two SOA serials)")
         elif fields != self._soa_fields:
             raise ResolveError("the closing SOA differs from the opening SOA")
         else:
             self.done = True
+
+    def _version_soa(self, serial: int, fields: tuple[bytes, bytes, bytes]) -> None:
+        """An SOA after the opening one of an incremental transfer: each difference is
+        the old version's SOA, deletions, the new version's SOA, additions; the zone's
+        current SOA closes the transfer (RFC 1995 section 4).
+
+        Raises:
+            ResolveError: the differences do not start at the serial asked for, or do
+                not follow on from one another.
+        """
+        if self.incremental is None:  # the second record: differences follow
+            if serial == self.serial and fields == self._soa_fields:
+                self.incremental, self.done = False, True  # the whole zone, which is empty
+                return
+            if serial != self.since:
+                raise ResolveError(
+                    f"the incremental transfer starts at serial {serial}, not {self.since}"
+                )
+            self.incremental, self._deleting, self._version = True, True, serial
+        elif self._deleting:  # the new version's SOA: its additions follow
+            self._deleting, self._version = False, serial
+        elif serial == self.serial and fields == self._soa_fields:
+            self.done = True
+        elif serial != self._version:
+            raise ResolveError("an incremental transfer whose versions do not follow on")
+        else:  # the next difference starts at the version just reached
+            self._deleting = True
 
     def _tail(self, wire: bytes, pos: int, others: int) -> None:
         """Authority and additional sections: only a TSIG, last, is expected."""
@@ -431,6 +519,54 @@ def transfer_txt(
         OSError, EOFError: the connection failed or closed early.
     """
     query = dns.message.make_query(origin, dns.rdatatype.AXFR)
+    reader = _transfer(query, origin, server, select, keyring, keyname, timeout, lifetime)
+    assert reader.serial is not None  # noqa: S101 - done implies the opening SOA was read
+    return reader.serial, reader.records
+
+
+def transfer_txt_changes(
+    origin: dns.name.Name,
+    server: tuple[str, int],
+    select: Selector,
+    since: int,
+    *,
+    keyring: dict[dns.name.Name, dns.tsig.Key] | None = None,
+    keyname: dns.name.Name | None = None,
+    timeout: float,
+    lifetime: float,
+) -> TxtChanges:
+    """IXFR ``origin`` from ``server`` over TCP from serial ``since``: the selected TXT
+    records deleted and added since (or, from a server that sends the whole zone
+    instead, all of them). Arguments and errors as :func:`transfer_txt`; also refused:
+    differences that start at another serial or do not follow on, and an SOA alone of
+    another serial than ``since``.
+    """
+    query = dns.message.make_query(origin, dns.rdatatype.IXFR)
+    rrset = query.find_rrset(
+        query.authority, origin, dns.rdataclass.IN, dns.rdatatype.SOA, create=True
+    )
+    rrset.add(dns.rdata.from_text(dns.rdataclass.IN, dns.rdatatype.SOA, f". . {since} 0 0 0 0"))
+    reader = _transfer(
+        query, origin, server, select, keyring, keyname, timeout, lifetime, since=since
+    )
+    assert reader.serial is not None  # noqa: S101 - done implies the opening SOA was read
+    whole = None if reader.incremental or reader.serial == since else tuple(reader.records)
+    return TxtChanges(reader.serial, whole, tuple(reader.changes))
+
+
+def _transfer(
+    query: dns.message.Message,
+    origin: dns.name.Name,
+    server: tuple[str, int],
+    select: Selector,
+    keyring: dict[dns.name.Name, dns.tsig.Key] | None,
+    keyname: dns.name.Name | None,
+    timeout: float,
+    lifetime: float,
+    since: int | None = None,
+) -> _Reader:
+    """Send ``query`` (TSIG-signed with ``keyring``/``keyname`` when given) and read
+    the transfer that answers it to its closing SOA."""
     query.id = secrets.randbits(16)
     tsig = None
     if keyring is not None and keyname is not None:
@@ -438,7 +574,7 @@ def transfer_txt(
     wire = query.to_wire()
     if keyring is not None and keyname is not None and query.mac is not None:
         tsig = _Tsig(keyring[keyname], query.mac)
-    reader = _Reader(_wire(origin), query.id, select, tsig)
+    reader = _Reader(_wire(origin), query.id, select, tsig, since)
     deadline = time.monotonic() + lifetime
     host, port = server
     family = socket.AF_INET6 if ":" in host else socket.AF_INET
@@ -454,8 +590,7 @@ def transfer_txt(
         reader.finish()
     except ResolveError as exc:
         raise ResolveError(exc.what, where=f"{host}:{port}") from exc
-    assert reader.serial is not None  # noqa: S101 - done implies the opening SOA was read
-    return reader.serial, reader.records
+    return reader
 
 
 def transfer_txt_reference(

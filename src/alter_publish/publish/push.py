@@ -17,10 +17,7 @@ the TSIG key; if it is cut short, the next ``plan`` shows what is left and the n
 
 from __future__ import annotations
 
-import base64
-import binascii
 import contextlib
-import re
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -55,7 +52,6 @@ from alter_publish.publish.managed import (
     checkpoint_rollback,
     desired_log_records,
     newest_epoch,
-    owned,
     owned_at,
     owned_checker,
     selects_owner_wire,
@@ -63,10 +59,16 @@ from alter_publish.publish.managed import (
 )
 from alter_publish.publish.transferring import (
     TRANSFER_FAILURES,
+    Snapshot,
     Transfer,
+    Transferred,
     TransferRequest,
-    TxtRow,
 )
+
+# Read from here by the CLI and the tests, as before the key file had its module.
+from alter_publish.publish.tsig import TSIG_ALGORITHMS as TSIG_ALGORITHMS
+from alter_publish.publish.tsig import TsigKey as TsigKey
+from alter_publish.publish.tsig import read_tsig_key as read_tsig_key
 from alter_publish.verify.resolve import StubResolver
 
 #: The default largest share of our served records a push may delete without --force.
@@ -74,77 +76,6 @@ DEFAULT_MAX_DELETE_SHARE = 0.25
 #: UPDATE messages are cut at about this size (TCP allows 65535 octets).
 UPDATE_OCTETS_TARGET = 16_000
 DEFAULT_TIMEOUT_SECONDS = 5.0
-TSIG_ALGORITHMS = ("hmac-sha256", "hmac-sha384", "hmac-sha512", "hmac-sha224", "hmac-sha1")
-_KEY_FILE = re.compile(
-    r'key\s+"?(?P<name>[^"\s{]+)"?\s*\{(?P<body>[^}]*)\}\s*;', re.IGNORECASE | re.DOTALL
-)
-_KEY_FIELD = re.compile(r'(?P<field>algorithm|secret)\s+"?(?P<value>[^";\s]+)"?\s*;', re.IGNORECASE)
-
-
-# --- TSIG ---------------------------------------------------------------------------
-
-
-@dataclass(frozen=True, slots=True)
-class TsigKey:
-    """A TSIG key as ``tsig-keygen`` writes it. Its repr never shows the secret."""
-
-    name: str
-    algorithm: str
-    secret: bytes = field(repr=False)
-
-    @property
-    def keyring(self) -> dict[dns.name.Name, dns.tsig.Key]:
-        """A dnspython keyring holding only this key."""
-        name = dns.name.from_text(self.name)
-        return {name: dns.tsig.Key(name, self.secret, self.algorithm)}
-
-    @property
-    def keyname(self) -> dns.name.Name:
-        """The key's name."""
-        return dns.name.from_text(self.name)
-
-
-def read_tsig_key(path: Path) -> TsigKey:
-    """Read a BIND key file (``key "name" { algorithm hmac-sha256; secret "..."; };``).
-
-    Raises:
-        UsageError: unreadable, not a key file, an unknown algorithm or a bad secret
-            (never quoting the secret).
-    """
-    try:
-        text = path.read_text(encoding="utf-8")
-    except (OSError, UnicodeDecodeError) as exc:
-        raise UsageError(f"cannot read TSIG key file: {exc}", where=str(path)) from exc
-    clauses = list(_KEY_FILE.finditer(text))
-    if not clauses:
-        raise UsageError('not a BIND key file (key "name" { ... };)', where=str(path))
-    if len(clauses) > 1:
-        raise UsageError(
-            f"holds {len(clauses)} keys; give a file with only the key for this zone",
-            where=str(path),
-        )
-    match = clauses[0]
-    body = match.group("body")
-    fields = {m.group("field").lower(): m.group("value") for m in _KEY_FIELD.finditer(body)}
-    if "algorithm" not in fields or "secret" not in fields:
-        raise UsageError("the key needs an algorithm and a secret", where=str(path))
-    algorithm = fields["algorithm"].lower()
-    if algorithm.rstrip(".") not in TSIG_ALGORITHMS:
-        raise UsageError(
-            f"unsupported TSIG algorithm {algorithm!r} (use {', '.join(TSIG_ALGORITHMS)})",
-            where=str(path),
-        )
-    try:
-        secret = base64.b64decode(fields["secret"], validate=True)
-    except (binascii.Error, ValueError) as exc:
-        raise UsageError("the TSIG secret is not base64", where=str(path)) from exc
-    try:
-        name = dns.name.from_text(match.group("name")).to_text()
-    except dns.exception.DNSException as exc:
-        raise UsageError("the TSIG key name is not a domain name", where=str(path)) from exc
-    return TsigKey(name, algorithm, secret)
-
-
 # --- records ---------------------------------------------------------------------------
 
 
@@ -163,11 +94,25 @@ def served_records(
     Raises:
         PublishError: the server is not authoritative for the zone, or does not answer.
     """
-    rows = (
+    served, how, _ = _served(spec, server, tsig=tsig, timeout=timeout, transfer=transfer)
+    return served, how
+
+
+def _served(
+    spec: ZoneSpec,
+    server: tuple[str, int],
+    *,
+    tsig: TsigKey | None,
+    timeout: float,
+    transfer: Transfer | None,
+) -> tuple[dict[str, Records], str, Snapshot | None]:
+    """:func:`served_records`, and what the transfer showed (None: no transfer)."""
+    transferred = (
         _transferred(_request(spec, server, tsig, timeout)) if transfer is None else transfer.rows()
     )
-    if rows is not None:
-        return _by_owner(spec.origin, rows), "axfr"
+    if transferred is not None:
+        snapshot = Snapshot.of(spec.origin, *transferred)
+        return dict(snapshot.served), "axfr", snapshot
     # Transfers refused or not offered: ask for each owner we know.
     origin = dns.name.from_text(spec.origin)
     owners = [handle_spec.owner for handle_spec in spec.handles]
@@ -193,7 +138,7 @@ def served_records(
             records = owned_at(owner, response.answer, ours(owner))
             if records is not None:
                 found[owner] = records
-    return found, "queries"
+    return found, "queries", None
 
 
 def start_transfer(
@@ -221,26 +166,13 @@ def _request(
     )
 
 
-def _transferred(request: TransferRequest) -> list[TxtRow] | None:
-    """The rows of ``request``, read here; None when the server offers no transfer."""
+def _transferred(request: TransferRequest) -> Transferred | None:
+    """The serial and rows of ``request``, read here; None when the server offers no
+    transfer."""
     try:
         return request.rows()
     except TRANSFER_FAILURES:
         return None
-
-
-def _by_owner(zone: str, rows: Sequence[TxtRow]) -> dict[str, Records]:
-    """Our records among a transfer's TXT records, per owner name."""
-    by_owner: dict[str, list[tuple[int, tuple[bytes, ...]]]] = {}
-    for owner, ttl, strings in rows:
-        by_owner.setdefault(owner, []).append((ttl, strings))
-    found: dict[str, Records] = {}
-    ours = owned_checker(zone)
-    for owner, served in by_owner.items():
-        records_here = owned(owner, served, ours(owner))
-        if records_here is not None:
-            found[owner] = records_here
-    return found
 
 
 # --- plan ---------------------------------------------------------------------------------
@@ -315,7 +247,9 @@ class Plan:
     server: str
     changes: tuple[Change, ...]
     served: int  # our records the server serves now
-    enumeration: str  # axfr or queries
+    enumeration: str  # axfr, ixfr (an axfr brought up to date) or queries
+    #: What the transfer showed, for :func:`replan` (None: no transfer).
+    snapshot: Snapshot | None = field(default=None, repr=False, compare=False)
 
     @property
     def pending(self) -> bool:
@@ -355,13 +289,16 @@ def make_plan(
     *,
     server: str,
     enumeration: str,
+    snapshot: Snapshot | None = None,
+    owners: Iterable[str] | None = None,
 ) -> Plan:
-    """Compare what we would publish with what is served; owners in canonical order."""
+    """Compare what we would publish with what is served; owners in canonical order.
+    ``owners``: only these may differ (the others were compared already)."""
     changes: list[Change] = []
     # Compare first, then sort only what differs (sorting 100,000 names took 20 s).
     differ = [
         owner
-        for owner in set(desired) | set(served)
+        for owner in (set(desired) | set(served) if owners is None else set(owners))
         if owner not in desired or owner not in served or not desired[owner].same_as(served[owner])
     ]
     for owner in sorted(differ, key=lambda o: dns.name.from_text(o)):
@@ -373,7 +310,7 @@ def make_plan(
         elif want is not None and have is not None and not want.same_as(have):
             changes.append(Change(owner, "update", have, want))
     total = sum(len(records.texts) for records in served.values())
-    return Plan(spec.origin, server, tuple(changes), total, enumeration)
+    return Plan(spec.origin, server, tuple(changes), total, enumeration, snapshot)
 
 
 def plan(
@@ -404,17 +341,64 @@ def plan(
         desired_log_records(spec, out)  # the one output the record does not cover: first
         with start_transfer(spec, server, tsig, timeout) as started:
             desired = desired_records(spec, out)
-            served, enumeration = served_records(
+            served, enumeration, snapshot = _served(
                 spec, server, tsig=tsig, timeout=timeout, transfer=started
             )
     else:
         desired = desired_records(spec, out) if desired is None else desired
-        served, enumeration = served_records(
+        served, enumeration, snapshot = _served(
             spec, server, tsig=tsig, timeout=timeout, transfer=transfer
         )
+    where = f"{server[0]}:{server[1]}"
     return make_plan(
-        spec, desired, served, server=f"{server[0]}:{server[1]}", enumeration=enumeration
+        spec, desired, served, server=where, enumeration=enumeration, snapshot=snapshot
     )
+
+
+def replan(
+    spec: ZoneSpec,
+    before: Plan,
+    desired: Mapping[str, Records],
+    *,
+    out: Path,
+    server: tuple[str, int],
+    tsig: TsigKey | None,
+    timeout: float = DEFAULT_TIMEOUT_SECONDS,
+) -> Plan:
+    """The plan again after the updates: what changed since ``before``'s transfer (an
+    IXFR from its serial, RFC 1995) applied to what it showed, and compared where
+    anything changed (the rest was compared by ``before``, against the same
+    ``desired``); the whole :func:`plan` when ``before`` had no transfer or the server
+    sends no differences.
+
+    Raises:
+        PublishError: as :func:`plan`.
+    """
+    where = f"{server[0]}:{server[1]}"
+    if before.snapshot is not None:
+        try:
+            changes = _request(spec, server, tsig, timeout).changes(before.snapshot.serial)
+        except TRANSFER_FAILURES:
+            changes = None
+        if changes is not None and changes.records is None:
+            now, touched = before.snapshot.updated(spec.origin, changes)
+            owners = touched.union(change.owner for change in before.changes)
+            return make_plan(
+                spec,
+                desired,
+                now.served,
+                server=where,
+                enumeration="ixfr",
+                snapshot=now,
+                owners=owners,
+            )
+        if changes is not None and changes.records is not None:  # the server sent it all
+            rows = [(record.owner, record.ttl, record.strings) for record in changes.records]
+            whole = Snapshot.of(spec.origin, changes.serial, rows)
+            return make_plan(
+                spec, desired, whole.served, server=where, enumeration="axfr", snapshot=whole
+            )
+    return plan(spec, out=out, server=server, tsig=tsig, timeout=timeout, desired=desired)
 
 
 # --- push -----------------------------------------------------------------------------------
@@ -559,6 +543,8 @@ class PushReport:
     proof: VerifyReport
     convergence: Convergence
     fleet_proofs: tuple[VerifyReport, ...] = ()
+    #: How the plan after the updates read the primary: axfr, ixfr or queries.
+    checked_by: str = ""
 
     @property
     def ok(self) -> bool:
@@ -637,7 +623,7 @@ def push(
     # Settled before anything changes (a server without address stops here); no wait: none.
     fleet = name_servers(spec, ns) if wait > 0 else ()
     sent = apply(planned, server, tsig, timeout=timeout) if planned.pending else 0
-    after = plan(spec, out=out, server=server, tsig=tsig, timeout=timeout, desired=desired)
+    after = replan(spec, planned, desired, out=out, server=server, tsig=tsig, timeout=timeout)
     if after.pending:
         raise PublishError(
             f"{len(after.changes)} owner name(s) still differ after the push "
@@ -646,10 +632,11 @@ def push(
         )
 
     # The primary is proven for the owners it changed only when the plan read after the
-    # updates came from a whole zone transfer (every alter1 record compared); copies and
+    # updates came from a whole zone transfer, or one brought up to date by the server's
+    # differences since (every alter1 record compared); copies and
     # a primary without transfers are proven for every handle. Signatures on unchanged
     # names are only checked with --prove-all.
-    narrow = not prove_all and planned.pending and after.enumeration == "axfr"
+    narrow = not prove_all and planned.pending and after.enumeration in ("axfr", "ixfr")
     changed = [c.owner for c in planned.changes] if narrow else None
 
     def prove(at: tuple[str, int], owners: list[str] | None = None) -> VerifyReport:
@@ -672,7 +659,7 @@ def push(
         fleet = ()
     convergence = wait_for_serial(spec, fleet, serial, timeout=wait)
     if not convergence.converged:
-        return PushReport(planned, sent, proof, convergence)
+        return PushReport(planned, sent, proof, convergence, checked_by=after.enumeration)
     others = dict.fromkeys(ns.address for ns in fleet if ns.address != server)  # proven
     fleet_proofs = tuple(prove(address) for address in others)
-    return PushReport(planned, sent, proof, convergence, fleet_proofs)
+    return PushReport(planned, sent, proof, convergence, fleet_proofs, after.enumeration)

@@ -5,6 +5,10 @@ envelopes document and the log, about two seconds at 100,000 handles) and what t
 server serves (an AXFR, about one second). Each holds the interpreter's lock, so a
 thread would not overlap them: the transfer runs in a forked child, which sends back
 the TXT records it selected as plain tuples, and the parent goes on meanwhile.
+
+What a transfer showed is kept as a :class:`Snapshot`; after a push's updates, an
+incremental transfer (IXFR) from its serial brings it up to date in milliseconds, where
+a second whole transfer of 100,000 names took two seconds.
 """
 
 from __future__ import annotations
@@ -12,6 +16,7 @@ from __future__ import annotations
 import multiprocessing
 import multiprocessing.connection
 import os
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from types import TracebackType
 from typing import Any
@@ -19,12 +24,17 @@ from typing import Any
 import dns.exception
 import dns.name
 
-from alter_publish.dns.transfer import Selector, transfer_txt
+from alter_publish.dns.transfer import Selector, TxtChanges, transfer_txt, transfer_txt_changes
 from alter_publish.errors import ResolveError
 from alter_publish.interrupts import quiet_worker, starting_workers
+from alter_publish.publish.managed import Records, owned, owned_checker
 
 #: One TXT record as the child sends it: owner (lower-case text), TTL, character-strings.
 TxtRow = tuple[str, int, tuple[bytes, ...]]
+#: A whole transfer: the zone's serial and its TXT records, in transfer order.
+Transferred = tuple[int, list[TxtRow]]
+#: The TXT records served at one owner name: (TTL, character-strings) each.
+Served = Sequence[tuple[int, tuple[bytes, ...]]]
 
 #: What ends a transfer the way a server that offers none does (the caller then asks
 #: for each owner name instead).
@@ -44,14 +54,14 @@ class TransferRequest:
     keyname: dns.name.Name | None
     timeout: float
 
-    def rows(self) -> list[TxtRow]:
-        """The records, in transfer order (here and now).
+    def rows(self) -> Transferred:
+        """The zone's serial and its records, in transfer order (here and now).
 
         Raises:
             ResolveError, dns.exception.DNSException, OSError, EOFError: as
                 :func:`transfer_txt` (:data:`TRANSFER_FAILURES`).
         """
-        _, records = transfer_txt(
+        serial, records = transfer_txt(
             dns.name.from_text(self.zone),
             self.server,
             self.select,
@@ -60,7 +70,71 @@ class TransferRequest:
             timeout=self.timeout,
             lifetime=self.timeout * 4,
         )
-        return [(record.owner, record.ttl, record.strings) for record in records]
+        return serial, [(record.owner, record.ttl, record.strings) for record in records]
+
+    def changes(self, since: int) -> TxtChanges:
+        """The records changed since serial ``since`` (an IXFR, here and now).
+
+        Raises:
+            ResolveError, dns.exception.DNSException, OSError, EOFError: as
+                :func:`transfer_txt_changes` (:data:`TRANSFER_FAILURES`).
+        """
+        return transfer_txt_changes(
+            dns.name.from_text(self.zone),
+            self.server,
+            self.select,
+            since,
+            keyring=self.keyring,
+            keyname=self.keyname,
+            timeout=self.timeout,
+            lifetime=self.timeout * 4,
+        )
+
+
+@dataclass(frozen=True, slots=True)
+class Snapshot:
+    """What a zone transfer showed: the zone's serial, the TXT records served at each
+    selected owner name, and ours among them (:func:`~.managed.owned`)."""
+
+    serial: int
+    rows: Mapping[str, Served]
+    served: Mapping[str, Records]
+
+    @classmethod
+    def of(cls, zone: str, serial: int, rows: Iterable[TxtRow]) -> Snapshot:
+        """The snapshot of a whole transfer of ``zone``."""
+        by_owner: dict[str, list[tuple[int, tuple[bytes, ...]]]] = {}
+        for owner, ttl, strings in rows:
+            by_owner.setdefault(owner, []).append((ttl, strings))
+        ours = owned_checker(zone)
+        served: dict[str, Records] = {}
+        for owner, here in by_owner.items():
+            if (records := owned(owner, here, ours(owner))) is not None:
+                served[owner] = records
+        return cls(serial, by_owner, served)
+
+    def updated(self, zone: str, changes: TxtChanges) -> tuple[Snapshot, frozenset[str]]:
+        """This snapshot with an incremental transfer's ``changes`` applied (each in
+        turn: a deletion takes the record with those strings away, an addition replaces
+        it), and the owner names they touched."""
+        rows, touched = dict(self.rows), set()
+        for added, record in changes.changes:
+            here = [row for row in rows.get(record.owner, ()) if row[1] != record.strings]
+            if added:
+                here.append((record.ttl, record.strings))
+            rows[record.owner] = here
+            touched.add(record.owner)
+        served = dict(self.served)
+        ours = owned_checker(zone)
+        for owner in touched:
+            found = owned(owner, rows[owner], ours(owner))
+            if not rows[owner]:
+                del rows[owner]
+            if found is None:
+                served.pop(owner, None)
+            else:
+                served[owner] = found
+        return Snapshot(changes.serial, rows, served), frozenset(touched)
 
 
 class Transfer:
@@ -77,12 +151,13 @@ class Transfer:
                 self._child.start()
         finally:
             send.close()
-        self._rows: list[TxtRow] | None = None
+        self._rows: Transferred | None = None
         self._received = False
         self._closed = False
 
-    def rows(self) -> list[TxtRow] | None:
-        """The TXT records the transfer held, in transfer order; None when it failed as
+    def rows(self) -> Transferred | None:
+        """The serial and the TXT records the transfer held, in transfer order; None
+        when it failed as
         :data:`TRANSFER_FAILURES` say (refused, timed out, cut short, a bad TSIG).
 
         Raises:
