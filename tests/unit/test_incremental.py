@@ -13,6 +13,7 @@ import pytest
 from hypothesis import example, given
 from hypothesis import strategies as st
 
+from alter_publish.definition.entries import split_entries
 from alter_publish.definition.loader import load_yaml_text
 from alter_publish.errors import RenderError
 from alter_publish.format.identitylog import (
@@ -31,7 +32,6 @@ from alter_publish.pipeline.incremental import (
     next_olds,
     respliced,
     shift,
-    split_entries,
 )
 
 LAYOUTS = {

@@ -182,9 +182,10 @@ def push(
     tsig = publishing.read_tsig_key(tsig_key)
     address = parse_hostport(server)
     explicit = _name_servers(ns)
+    workspace = workspace_for([definition])
     outcome = publishing.push(
         definition,
-        out=workspace_for([definition]).out(out),
+        out=workspace.out(out),
         server=address,
         tsig=tsig,
         now=moment,
@@ -196,6 +197,7 @@ def push(
         ns=explicit,
         wait=wait,
         prove_all=prove_all,
+        keys=KeyStore(workspace.keys()),  # for the record of the last sign: no key is read
     )
     _print_pushed(outcome, as_json)
     if not outcome.ok:

@@ -133,6 +133,49 @@ def read_definition(path: Path) -> str:
     return text
 
 
+class Composed:
+    """A text's YAML nodes as PyYAML composed them (no value constructed yet), to be
+    built into positioned :class:`Node` trees. Close it when done."""
+
+    def __init__(self, loader: yaml.SafeLoader, root: yaml.Node, file: str) -> None:
+        self.root = root
+        self._loader = loader
+        self._builder = _Builder(file, loader)
+
+    @property
+    def problems(self) -> list[str]:
+        """What building found wrong (duplicate or non-text keys)."""
+        return self._builder.problems
+
+    def build(self, node: yaml.Node) -> Node:
+        """The positioned tree of ``node``.
+
+        Raises:
+            yaml.YAMLError: a value cannot be constructed.
+            RecursionError: it nests too deeply.
+        """
+        return self._builder.build(node)
+
+    def close(self) -> None:
+        """Free the parser."""
+        self._loader.dispose()
+
+
+def compose_text(text: str, file: str) -> Composed | None:
+    """The YAML nodes of ``text`` (from ``file``); None for a text :func:`load_yaml_text`
+    refuses (not YAML, empty), which then says why."""
+    loader = _LOADER(text)
+    try:
+        root = loader.get_single_node()
+    except (yaml.YAMLError, RecursionError):
+        loader.dispose()
+        return None
+    if root is None:
+        loader.dispose()
+        return None
+    return Composed(loader, root, file)
+
+
 def load_yaml_text(text: str, file: str) -> Node:
     """:func:`load_yaml` for text already read from ``file``.
 

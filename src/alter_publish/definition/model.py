@@ -11,6 +11,7 @@ from typing import Any
 
 import dns.name
 
+from alter_publish.definition.entries import load_definition_text
 from alter_publish.definition.loader import Mark, Node, load_yaml, load_yaml_text
 from alter_publish.definition.logspec import LogSpec, read_log_spec
 from alter_publish.definition.tls import (
@@ -309,7 +310,7 @@ def load_zone_text(text: str, path: Path) -> ZoneSpec:
     Raises:
         DefinitionError: not YAML, or any problem in the definition.
     """
-    return ZoneSpec.from_node(load_yaml_text(text, str(path)), path)
+    return ZoneSpec.from_node(load_definition_text(text, str(path)), path)
 
 
 def load_handle_entries(text: str, path: Path, zone: ZoneSpec) -> tuple[HandleSpec, ...]:

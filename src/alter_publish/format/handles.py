@@ -16,6 +16,8 @@ INSTRUMENT_PREFIX = "cc-"
 BOT_SUFFIX = ".bot"
 
 _LABEL = re.compile(r"[a-z0-9-]{1,63}")
+#: A whole handle name whose every label is a :data:`_LABEL` (one match, not one a label).
+_NAME = re.compile(r"[a-z0-9-]{1,63}(?:\.[a-z0-9-]{1,63})*")
 _SOVEREIGN = re.compile(r"[a-z][a-z0-9.-]*")
 _PCT = r"%[0-9A-Fa-f]{2}"
 _PCHAR = r"[A-Za-z0-9\-._~!$&'()*+,;=:@]|" + _PCT
@@ -110,24 +112,30 @@ def parse_handle(text: str) -> Handle:
     Raises:
         HandleError: (category ``malformed-handle``) the text is not a handle.
     """
+    name = text[1:].lower()
+    if text.startswith("~") and text.isascii() and _NAME.fullmatch(name):
+        tier = _tier_of(name)
+        if tier is not None:
+            return Handle(name=name, tier=tier)
+    raise _malformed(text, name)
+
+
+def _malformed(text: str, name: str) -> HandleError:
+    """Why ``text`` (``name``: its name, lower-cased) is not a handle."""
     where = repr(text) if len(text) <= 80 else repr(text[:77] + "...")
     if not text.startswith("~"):
-        raise HandleError("a handle starts with '~'", where=where)
+        return HandleError("a handle starts with '~'", where=where)
     if not text.isascii():
-        raise HandleError("a handle is ASCII only", where=where)
-    name = text[1:].lower()
+        return HandleError("a handle is ASCII only", where=where)
     if not name:
-        raise HandleError("empty handle name", where=where)
+        return HandleError("empty handle name", where=where)
     for label in name.split("."):
         if not _LABEL.fullmatch(label):
-            raise HandleError(
+            return HandleError(
                 f"label {label!r} is not 1..{LABEL_MAX_OCTETS} characters of a-z, 0-9, '-'",
                 where=where,
             )
-    tier = _tier_of(name)
-    if tier is None:
-        raise HandleError("does not match any tier's grammar", where=where)
-    return Handle(name=name, tier=tier)
+    return HandleError("does not match any tier's grammar", where=where)
 
 
 @dataclass(frozen=True, slots=True)

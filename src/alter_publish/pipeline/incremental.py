@@ -24,10 +24,9 @@ import functools
 import itertools
 import json
 import operator
-import re
 import sys
 from collections.abc import Iterable, Mapping, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, TypeVar, cast, overload
 
@@ -46,109 +45,10 @@ PATCH_MAX_SHARE = 0.05
 #: bytes for each owner; above it the whole log is read.
 PATCH_OWNER_SCANS = 64
 
-_HANDLES_KEY = re.compile(r"^handles:[ ]*(?:#.*)?$", re.MULTILINE)
-# Blank and comment lines, then the first entry: ``<indent>-``.
-_FIRST_ENTRY = re.compile(r"((?: *(?:#.*)?\n)*)( *)-(?: |$)", re.MULTILINE)
-# An anchor (&a) or alias (*a) can tie one entry to another: then entries are not
-# independent and only a full parse is right. (Quoted text may trip this: harmless.)
-_ANCHOR_OR_ALIAS = re.compile(r"(?:^|[\s\[{,:-])[&*]\S")
-# Line breaks YAML knows besides \n, and tabs: then the line split below may disagree
-# with the YAML parser, so it declines.
-_ODD_TEXT = re.compile("[\r\t\x0b\x0c\x1c-\x1e\x85\u2028\u2029\ufeff]")
-
 
 def memo_path(out: Path, definition: Path) -> Path:
     """Where the memo of the last proven run of ``definition`` into ``out`` lives."""
     return out / f".{definition.name}.memo.json"
-
-
-# --- the definition ------------------------------------------------------------------
-
-
-@dataclass(frozen=True, slots=True)
-class Entries:
-    """A definition cut around its handle entries.
-
-    Attributes:
-        header: the definition with ``handles: []`` in place of the entries.
-        texts: each entry's lines as written (comment and blank lines after it included).
-        offsets: where each entry starts in the definition text.
-        text: the definition text.
-    """
-
-    header: str
-    texts: tuple[str, ...]
-    offsets: tuple[int, ...]
-    text: str = field(repr=False)
-
-    def document(self, indexes: Sequence[int]) -> str:
-        """A YAML document of just the entries ``indexes`` (ascending), each on the line
-        it stands on in the definition (so errors name the right line)."""
-        key_line = self.text.count("\n", 0, self.offsets[0]) - 1  # lines above ``handles:``
-        parts = ["\n" * key_line, "handles:\n"]
-        line = key_line + 1  # lines written so far
-        at, counted = key_line + 1, self.offsets[0]  # the line ``counted`` starts on
-        for index in indexes:
-            # Counted on from the entry before (ascending): thousands of entries due at
-            # once each counting from the top would read the text thousands of times.
-            at += self.text.count("\n", counted, self.offsets[index])
-            counted = self.offsets[index]
-            parts.append("\n" * (at - line))
-            entry = self.texts[index]
-            parts.append(entry + "\n")
-            line = at + entry.count("\n") + 1
-        return "".join(parts)
-
-
-def split_entries(text: str) -> Entries | None:
-    """Cut ``text`` around the block-style list under a top-level ``handles:`` key.
-
-    Returns:
-        The parts, or None when the definition is not plainly laid out that way (a
-        flow list, anchors or aliases among the entries, tabs, unusual line breaks):
-        then only a full parse is safe.
-    """
-    if _odd_text(text):
-        return None
-    # A quick count first: the key's pattern, tried at every line of 100,000, is slow.
-    many = text.count("handles:") > 1
-    if many and len(_HANDLES_KEY.findall(text)) != 1:
-        return None
-    key = _HANDLES_KEY.search(text)
-    if key is None:
-        return None
-    start = key.end() + 1
-    first = _FIRST_ENTRY.match(text, start)
-    if first is None:
-        return None
-    indent = " " * len(first.group(2))
-    # The list ends at the first line that is not an entry at this indent, a line
-    # indented deeper, a comment or blank.
-    after = re.compile(rf"\n(?!{indent}-(?: |$)|{indent} | *(?:#|$))", re.MULTILINE)
-    ending = after.search(text, first.start(2) - 1 if first.start(2) else 0)
-    end = ending.start() + 1 if ending else len(text)
-    block = text[first.start(2) : end]
-    if ("&" in block or "*" in block) and _ANCHOR_OR_ALIAS.search(block):
-        return None
-    splitter = re.compile(rf"\n(?={indent}-(?: |$))", re.MULTILINE)
-    texts = splitter.split(block.removesuffix("\n"))
-    # Each entry starts one past the end of the one before (the line break between).
-    lengths = map((1).__add__, map(len, texts[:-1]))
-    offsets = itertools.accumulate(lengths, initial=first.start(2))
-    header = text[: key.start()] + "handles: []\n" + text[end:]
-    return Entries(header, tuple(texts), tuple(offsets), text)
-
-
-#: The characters of :data:`_ODD_TEXT` in ASCII (looked for one by one in ASCII text:
-#: each ``in`` is a fast search, the pattern a slow one over a large definition).
-_ODD_ASCII = "\r\t\x0b\x0c\x1c\x1d\x1e"
-
-
-def _odd_text(text: str) -> bool:
-    """Whether ``text`` holds a character of :data:`_ODD_TEXT`."""
-    if text.isascii():
-        return any(char in text for char in _ODD_ASCII)
-    return _ODD_TEXT.search(text) is not None
 
 
 # --- the memo --------------------------------------------------------------------------

@@ -9,6 +9,7 @@ from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
+from alter_publish.definition.entries import Entries, split_entries
 from alter_publish.definition.model import (
     ZoneSpec,
 )
@@ -31,12 +32,7 @@ from alter_publish.pipeline.fingerprint import (
     forget,
     lines_digest,
 )
-from alter_publish.pipeline.incremental import (
-    Entries,
-    Memo,
-    memo_path,
-    split_entries,
-)
+from alter_publish.pipeline.incremental import Memo, memo_path
 from alter_publish.pipeline.paths import default_templates_dir
 from alter_publish.pipeline.render import (
     SignedHandle,

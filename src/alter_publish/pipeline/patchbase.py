@@ -11,6 +11,7 @@ from pathlib import Path
 
 import dns.zone
 
+from alter_publish.definition.entries import Entries, split_entries
 from alter_publish.definition.loader import read_definition
 from alter_publish.definition.model import (
     DNSSECSpec,
@@ -40,12 +41,10 @@ from alter_publish.pipeline.fingerprint import Fingerprint, KeyLines, key_lines
 from alter_publish.pipeline.incremental import (
     PATCH_MAX_SHARE,
     Alignment,
-    Entries,
     Memo,
     align_entries,
     in_order,
     memo_path,
-    split_entries,
 )
 from alter_publish.pipeline.memory import base_digest, shipped_templates
 from alter_publish.verify.proof import Expectation, ProofReport, prove_zone

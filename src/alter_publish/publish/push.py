@@ -340,7 +340,7 @@ def plan(
     if early and keys is not None and outputs_as_proven(spec.path, out=out, keys=keys):
         desired_log_records(spec, out)  # the one output the record does not cover: first
         with start_transfer(spec, server, tsig, timeout) as started:
-            desired = desired_records(spec, out)
+            desired = desired_records(spec, out, proven=True)
             served, enumeration, snapshot = _served(
                 spec, server, tsig=tsig, timeout=timeout, transfer=started
             )
@@ -567,6 +567,7 @@ def push(
     ns: Sequence[tuple[str, int]] = (),
     wait: float = DEFAULT_CONVERGE_SECONDS,
     prove_all: bool = False,
+    keys: KeyStore | None = None,
 ) -> PushReport:
     """Plan, check, apply, confirm the server converged, then prove what it serves; wait
     up to ``wait`` seconds for every name server of the zone (``ns``, else the
@@ -580,7 +581,9 @@ def push(
     ``_alter-log`` record (the log's latest checkpoint, when the zone has a log). They
     validate to ``trust_anchors`` (the zone as the server signs it), or accept unsigned
     answers with ``allow_insecure``; exactly one must be given. ``timeout`` bounds each
-    answer.
+    answer. ``keys``: the key store the last ``sign`` used (no key is read): when that
+    run's record holds, what it proved is not checked against the log again
+    (:func:`~alter_publish.publish.desired.read_desired`).
 
     Raises:
         UsageError: neither or both of the two; an unsigned server without
@@ -608,7 +611,8 @@ def push(
     # transferred while out is read.
     early = None if allow_insecure else start_transfer(spec, server, tsig, timeout)
     with contextlib.nullcontext() if early is None else early as transfer:
-        wanted = read_desired(spec, out)
+        proven = keys is not None and outputs_as_proven(spec.path, out=out, keys=keys)
+        wanted = read_desired(spec, out, proven=proven)
         desired = wanted.records
         planned = plan(
             spec,
