@@ -92,7 +92,10 @@ def _few_entries_are_enough(monkeypatch: pytest.MonkeyPatch) -> None:
 )
 def test_a_definition_reads_as_the_whole_text_reads(lines: list[str], tail: str) -> None:
     text = HEAD + "\n".join(lines) + "\n" + tail
-    assert _read_fast(text) == _read(text)
+    whole = _read(text)
+    fast = _plain_entries_apart(text, FILE)  # None: it declined (then the whole is parsed)
+    assert fast is None or fast == whole
+    assert _read_fast(text) == whole
 
 
 def test_plain_entries_are_read_apart_and_give_the_same_nodes() -> None:
@@ -119,5 +122,19 @@ def test_plain_entries_are_read_apart_and_give_the_same_nodes() -> None:
 def test_an_entry_that_reaches_over_the_next_lines_makes_a_whole_parse(entry: str) -> None:
     closing = '  "\n' if entry.startswith('  - "') else "  }\n" if "{" in entry else "ttl: 1h\n"
     text = HEAD + "  - ~user1\n" + entry + "\n  - ~user2\n  - ~user3\n" + closing
+    assert _plain_entries_apart(text, FILE) is None
+    assert _read_fast(text) == _read(text)
+
+
+@pytest.mark.parametrize(
+    "head",
+    [
+        'note: "x\nhandles:\n- ~a\n- ~b\n"\nhandles :\n',
+        "note: [x,\nhandles:\n- ~a\n- ~b\n]\nhandles :\n",
+    ],
+    ids=["quoted", "flow"],
+)
+def test_a_handles_line_inside_a_value_above_the_real_key_makes_a_whole_parse(head: str) -> None:
+    text = "zone: example.com\n" + head
     assert _plain_entries_apart(text, FILE) is None
     assert _read_fast(text) == _read(text)

@@ -46,6 +46,7 @@ from alter_publish.dns.zonetext import parse_zone_text
 from alter_publish.errors import EXIT_NETWORK, EXIT_USAGE, PublishError, RenderError, UsageError
 from alter_publish.format.envelope import Revocation, sign_envelope, split_txt
 from alter_publish.format.handles import parse_handle
+from alter_publish.format.identitylog import read_log
 from alter_publish.format.logrecord import checkpoint_record, parse_checkpoint_record
 from alter_publish.format.note import Note
 from alter_publish.format.tlog import Checkpoint
@@ -53,7 +54,7 @@ from alter_publish.keys.lifecycle import rotate
 from alter_publish.pipeline.unchanged import outputs_as_proven
 from alter_publish.publish import managed
 from alter_publish.publish import push as publishing
-from alter_publish.publish.desired import desired_records
+from alter_publish.publish.desired import desired_records, read_desired
 from alter_publish.publish.transferring import Snapshot
 from tests.conftest import EXAMPLE_ZONE, NOW, Workspace
 
@@ -1138,3 +1139,21 @@ def test_the_plan_after_the_updates_asks_again_without_a_transfer(signed: Signed
         )
     assert (before.snapshot, before.enumeration) == (None, "queries")
     assert (after.enumeration, after.pending, after.served) == ("queries", False, before.served)
+
+
+def test_a_proven_read_reads_the_whole_log_once_for_every_proof(
+    signed: Signed, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    reads: list[Path] = []
+
+    def counted(path: Path) -> Any:
+        reads.append(path)
+        return read_log(path)
+
+    monkeypatch.setattr("alter_publish.publish.desired.read_log", counted)
+    wanted = read_desired(signed.spec, signed.ws.out, proven=True)
+    assert reads == []  # proven: the log is not read to plan
+    first, second = wanted.expectations(), wanted.expectations()  # the primary, a copy
+    assert first == second
+    assert len(first) == len(signed.spec.handles)
+    assert len(reads) == 1

@@ -683,9 +683,10 @@ def test_the_whole_of_an_empty_zone() -> None:
     [
         ([soa(9), soa(6), soa(9), soa(9)], "starts at serial 6, not 7"),
         ([soa(9), soa(7), soa(8), GOOD_TXT, soa(5), soa(9)], "do not follow on"),
-        ([soa(9)], "SOA alone"),
+        ([soa(5)], "SOA alone, of serial 5, older than 7"),
+        ([soa(9), soa(7), GOOD_TXT, soa(8), GOOD_TXT, soa(9)], "ends at serial 8, not 9"),
     ],
-    ids=["another-start", "versions-apart", "soa-alone"],
+    ids=["another-start", "versions-apart", "soa-alone-older", "stops-short"],
 )
 def test_differences_that_do_not_lead_from_the_serial_asked_for(
     answers: list[bytes], match: str
@@ -700,3 +701,26 @@ def test_an_ixfr_answered_as_an_axfr_question() -> None:
 
     with serving(build) as server, pytest.raises(ResolveError, match="another question"):
         transfer_txt_changes(ORIGIN, server, _all, 7, timeout=5, lifetime=10)
+
+
+def test_an_incremental_transfer_whose_closing_soa_differs() -> None:
+    closing = soa(9)[:-4] + struct.pack("!I", 301)  # another minimum
+    with pytest.raises(ResolveError, match="closing SOA differs"):
+        ixfr(7, [[soa(9), soa(7), soa(9), GOOD_TXT, closing]])
+
+
+def test_differences_sent_one_record_a_message_are_read() -> None:
+    answers = [soa(9), soa(7), txt(ALTER, b"old"), soa(9), txt(ALTER, b"new"), soa(9)]
+    got = ixfr(7, [[answer] for answer in answers], tsig=True)
+    assert got == TxtChanges(
+        9,
+        None,
+        (
+            (False, TransferredTxt(BLAKE, 300, (b"old",))),
+            (True, TransferredTxt(BLAKE, 300, (b"new",))),
+        ),
+    )
+
+
+def test_an_unchanged_zone_sent_whole_is_unchanged() -> None:
+    assert ixfr(7, [[soa(7), GOOD_TXT, soa(7)]]) == TxtChanges(7, None, ())

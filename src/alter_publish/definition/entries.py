@@ -45,6 +45,7 @@ class Entries:
     texts: tuple[str, ...]
     offsets: tuple[int, ...]
     text: str = field(repr=False)
+    key_at: int = 0  # where the ``handles:`` key line starts in ``text``
 
     def document(self, indexes: Sequence[int]) -> str:
         """A YAML document of just the entries ``indexes`` (ascending), each on the line
@@ -101,7 +102,7 @@ def split_entries(text: str) -> Entries | None:
     lengths = map((1).__add__, map(len, texts[:-1]))
     offsets = itertools.accumulate(lengths, initial=first.start(2))
     header = text[: key.start()] + "handles: []\n" + text[end:]
-    return Entries(header, tuple(texts), tuple(offsets), text)
+    return Entries(header, tuple(texts), tuple(offsets), text, key.start())
 
 
 #: The characters of :data:`_ODD_TEXT` in ASCII (looked for one by one in ASCII text:
@@ -166,7 +167,8 @@ def _plain_entries_apart(text: str, file: str) -> Node | None:
         return None
     try:
         others = [span for span, match in zip(lines, plain, strict=True) if match is None]
-        nodes = _entry_nodes(composed.root, len(others))
+        key_line = text.count("\n", 0, entries.key_at)
+        nodes = _entry_nodes(composed.root, len(others), key_line)
         if nodes is None or not all(
             node.start_mark.line == span[0] and _ends_by(node, span[1])
             for node, span in zip(nodes, others, strict=True)
@@ -189,14 +191,20 @@ def _plain_entries_apart(text: str, file: str) -> Node | None:
     return Node({**top.value, "handles": handles}, top.mark, top.key_marks)
 
 
-def _entry_nodes(root: yaml.Node, count: int) -> Sequence[yaml.Node] | None:
+def _entry_nodes(root: yaml.Node, count: int, key_line: int) -> Sequence[yaml.Node] | None:
     """The ``handles`` list's nodes: ``count`` of them (None if not), or, when every
-    entry is plain, its null value."""
+    entry is plain, its null value; None too unless the top-level ``handles`` key is
+    the one found at the start of line ``key_line`` (not, say, text in a quoted value
+    above the real key)."""
     if not isinstance(root, yaml.MappingNode):
         return None
-    values = [value for key, value in root.value if key.value == "handles"]
-    if len(values) != 1:
+    keyed = [(key, value) for key, value in root.value if key.value == "handles"]
+    if len(keyed) != 1 or (keyed[0][0].start_mark.line, keyed[0][0].start_mark.column) != (
+        key_line,
+        0,
+    ):
         return None
+    values = [keyed[0][1]]
     (value,) = values
     if isinstance(value, yaml.SequenceNode) and len(value.value) == count and count:
         return list(value.value)

@@ -24,7 +24,8 @@ An incremental transfer (:func:`transfer_txt_changes`) is read the same way: aft
 opening SOA come the differences from the serial asked for, each as the old version's
 SOA, the records deleted, the new version's SOA and the records added; the SOA of the
 zone's current version closes it. A server that keeps no history sends the whole zone
-instead (then read as an AXFR), and one whose zone has not changed sends its SOA alone.
+instead (then read as an AXFR), and one whose zone has not changed sends its SOA alone
+(as does one whose zone is older than the serial asked for: refused).
 """
 
 from __future__ import annotations
@@ -77,6 +78,8 @@ _TSIG: Final = int(dns.rdatatype.TSIG)
 _IN: Final = int(dns.rdataclass.IN)
 #: The SOA serial's offset from the end of the SOA rdata (serial refresh retry expire minimum).
 _SERIAL_FROM_END: Final = 20
+#: Serial number arithmetic's modulus (RFC 1982).
+_SERIAL_SPACE: Final = 1 << 32
 #: A label's longest length; length octets 0x40-0xBF are not labels (RFC 1035 4.1.4, RFC 6891 5).
 _LABEL_MAX: Final = 63
 #: A name's longest wire, root label included (RFC 1035 section 3.1).
@@ -291,11 +294,17 @@ class _Reader:
             self._read(wire, qdcount, ancount, nscount + arcount)
         except (IndexError, struct.error) as exc:
             raise ResolveError("a truncated record in a transfer message") from exc
-        if self.since is not None and self.incremental is None and not self.done and ancount == 1:
-            # An SOA alone, of another serial than asked for: no differences will follow.
-            raise ResolveError(
-                f"the incremental transfer was answered with the SOA alone (serial {self.serial})"
-            )
+        if self.since is not None and self.incremental is None and self.serial is not None:
+            # The opening SOA is all there is so far: alone in the answer, at the serial
+            # asked for, it says the zone is unchanged; at an older one, that the server
+            # is behind (nothing will follow). Else what follows is in the next message.
+            if self.serial == self.since:
+                self.done = True
+            elif 0 < (self.since - self.serial) % _SERIAL_SPACE < _SERIAL_SPACE // 2:
+                raise ResolveError(
+                    f"the incremental transfer was answered with the SOA alone, of serial "
+                    f"{self.serial}, older than {self.since}"
+                )
 
     def _read(self, wire: bytes, qdcount: int, ancount: int, others: int) -> None:
         pos = _HEADER.size
@@ -365,7 +374,6 @@ class _Reader:
         (serial,) = struct.unpack_from("!I", wire, rname_end)
         if self.serial is None:
             self.serial, self._soa_fields = serial, fields
-            self.done = serial == self.since  # unchanged: the SOA alone answers an IXFR
         elif self.since is not None and self.incremental is not False:
             self._version_soa(serial, fields)
         elif serial != self.serial:
@@ -395,7 +403,13 @@ class _Reader:
             self.incremental, self._deleting, self._version = True, True, serial
         elif self._deleting:  # the new version's SOA: its additions follow
             self._deleting, self._version = False, serial
-        elif serial == self.serial and fields == self._soa_fields:
+        elif serial == self.serial:  # the closing SOA
+            if fields != self._soa_fields:
+                raise ResolveError("the closing SOA differs from the opening SOA")
+            if self._version != serial:
+                raise ResolveError(
+                    f"the incremental transfer ends at serial {self._version}, not {serial}"
+                )
             self.done = True
         elif serial != self._version:
             raise ResolveError("an incremental transfer whose versions do not follow on")
@@ -538,8 +552,8 @@ def transfer_txt_changes(
     """IXFR ``origin`` from ``server`` over TCP from serial ``since``: the selected TXT
     records deleted and added since (or, from a server that sends the whole zone
     instead, all of them). Arguments and errors as :func:`transfer_txt`; also refused:
-    differences that start at another serial or do not follow on, and an SOA alone of
-    another serial than ``since``.
+    differences that start at another serial, do not follow on or stop short of the
+    zone's current version, and an SOA alone of a serial older than ``since``.
     """
     query = dns.message.make_query(origin, dns.rdatatype.IXFR)
     rrset = query.find_rrset(

@@ -8,7 +8,7 @@ handles, reading and parsing it is two seconds).
 from __future__ import annotations
 
 from collections.abc import Collection
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 
 from alter_publish.definition.model import ZoneSpec
@@ -32,6 +32,8 @@ class Desired:
     export: ZoneExport  # one record per handle of ``spec``, in order
     index: LogIndex | None  # None: not read (the outputs were proven); read when expected
     where: str  # the envelopes document, as errors name it
+    #: The whole log's index once read for expectations (each name server's proof asks).
+    read: dict[str, LogIndex] = field(default_factory=dict, compare=False, repr=False)
 
     def expectations(self, owners: Collection[str] | None = None) -> dict[str, Expectation]:
         """Handle-ref -> what a proof checks (see :func:`handle_expectation`), for the
@@ -41,12 +43,13 @@ class Desired:
             RenderError: an envelope text does not parse (the document was changed by hand).
         """
         wanted = None if owners is None else frozenset(owners)
-        index = self.index
-        if index is None:  # the log's entries at just these owners (or all of it)
+        index = self.index or self.read.get("all")
+        if index is None:  # the log's entries at just these owners (or all of it, once)
             path = log_path_for(self.spec.path)
-            index = LogIndex(
-                read_log(path) if wanted is None else read_owner_entries(path, wanted)[1]
-            )
+            if wanted is None:
+                index = self.read.setdefault("all", LogIndex(read_log(path)))
+            else:
+                index = LogIndex(read_owner_entries(path, wanted)[1])
         found: dict[str, Expectation] = {}
         for handle_spec, record in zip(self.spec.handles, self.export.records, strict=True):
             if wanted is not None and handle_spec.owner not in wanted:
