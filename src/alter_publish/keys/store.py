@@ -27,7 +27,7 @@ from __future__ import annotations
 import json
 import os
 import re
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, field
 from enum import StrEnum
 from pathlib import Path
@@ -172,8 +172,7 @@ class KeyStore:
             KeyStoreError: the directory exists but cannot be listed, or is unsafe.
         """
         directory, names = self._names(zone, handle)
-        epochs = [int(m.group(1)) for name in names if (m := _EPOCH_FILE.fullmatch(name))]
-        return directory, names, epochs
+        return directory, names, key_epochs(names)
 
     def _names(self, zone: str, handle: Handle) -> tuple[str, list[str]]:
         """(directory, file names) of a handle, its directories checked and its temporary
@@ -534,7 +533,7 @@ class KeyStore:
         if handle_fd >= 0:
             try:
                 names = _list_open(directory, handle_fd, sweep=self.sweep)
-                epochs = [int(m.group(1)) for n in names if (m := _EPOCH_FILE.fullmatch(n))]
+                epochs = key_epochs(names)
                 if epochs:
                     epoch = max(epochs)
                     key_path = Path(f"{directory}/{epoch}{PRIVATE_KEY_SUFFIX}")
@@ -571,6 +570,22 @@ class KeyStore:
             return os.open(f"{self.root}/{zone}", os.O_RDONLY | os.O_DIRECTORY | os.O_CLOEXEC)
         except OSError:
             return None
+
+
+def key_epochs(names: Iterable[str]) -> list[int]:
+    """The epochs with a private key among a handle directory's file ``names``."""
+    return [int(m.group(1)) for name in names if (m := _EPOCH_FILE.fullmatch(name))]
+
+
+def current_key_files(names: Iterable[str]) -> tuple[str, ...]:
+    """The files loading a handle's current key may read, among its directory's
+    ``names``: the highest epoch's key, secret and commitment (none: no key)."""
+    epochs = key_epochs(names)
+    if not epochs:
+        return ()
+    epoch = max(epochs)
+    suffixes = (PRIVATE_KEY_SUFFIX, SECRET_SUFFIX, COMMITMENT_SUFFIX)
+    return tuple(f"{epoch}{suffix}" for suffix in suffixes)
 
 
 def _owned(name: str) -> bool:

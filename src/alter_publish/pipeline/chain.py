@@ -35,6 +35,7 @@ from alter_publish.keys.lifecycle import (
     HandleRevocations,
     LogIndex,
 )
+from alter_publish.keys.readahead import ReadAhead
 from alter_publish.keys.store import Continuity, KeyStore
 from alter_publish.parallel import Workers, ranges, shared
 from alter_publish.pipeline.context import RunContext
@@ -260,24 +261,26 @@ def _load_key_span(span: tuple[int, int]) -> list[_LoadedDecided]:
     origin = spec.origin
     loaded: list[_LoadedDecided] = []
     zone_fd = keys.open_zone_dir(origin)
+    handles = spec.handles[span[0] : span[1]]
     try:
-        for handle_spec in spec.handles[span[0] : span[1]]:
-            handle = handle_spec.handle
-            try:
-                epoch, seed, commitment = keys.current_material(
-                    origin,
-                    handle,
-                    create=create and handle.owner(origin) not in logged_owners,
-                    zone_fd=zone_fd,
-                )
-            except KeyStoreError as exc:
-                loaded.append((str(exc), None))
-                continue
-            public = SigningKey.from_seed(seed).public
-            key = LoadedKey(handle, epoch, public, commitment, seed)
-            loaded.append(
-                ((epoch, public, commitment, seed), decide(spec, handle_spec, key, index, now))
-            )
+        with ReadAhead(zone_fd, [item.handle.name for item in handles]) as ahead:
+            for at, handle_spec in enumerate(handles):
+                ahead.before(at)  # files not cached: read the block's ahead, many at once
+                handle = handle_spec.handle
+                try:
+                    epoch, seed, commitment = keys.current_material(
+                        origin,
+                        handle,
+                        create=create and handle.owner(origin) not in logged_owners,
+                        zone_fd=zone_fd,
+                    )
+                except KeyStoreError as exc:
+                    loaded.append((str(exc), None))
+                    continue
+                public = SigningKey.from_seed(seed).public
+                key = LoadedKey(handle, epoch, public, commitment, seed)
+                decided = decide(spec, handle_spec, key, index, now)
+                loaded.append(((epoch, public, commitment, seed), decided))
     finally:
         if zone_fd is not None:
             os.close(zone_fd)
