@@ -7,9 +7,7 @@ and compares every output file byte for byte.
 
 from __future__ import annotations
 
-import array
-import base64
-import json
+import dataclasses
 import resource
 import shutil
 from collections.abc import Callable
@@ -26,7 +24,7 @@ from alter_publish.keys import commands as keyops
 from alter_publish.keys.lifecycle import rotate
 from alter_publish.keys.store import KeyStore
 from alter_publish.pipeline import SignReport, fingerprint, full, sign
-from alter_publish.pipeline.incremental import memo_path
+from alter_publish.pipeline.incremental import Memo, memo_path
 from tests.conftest import NOW
 
 ZONE = "patch.example"
@@ -373,27 +371,18 @@ def test_a_log_with_crlf_line_ends_runs_in_full(tmp_path: Path) -> None:
     assert report.zones[0].signed == 0  # the full run read the log and reused every envelope
 
 
-def _swallow_next_handle(memo: dict[str, object]) -> None:
-    segments = _offsets(str(memo["segments"]))
+def _swallow_next_handle(memo: Memo) -> Memo:
+    segments = list(memo.segments)
     segments[5] = segments[6]  # ~user4's lines would vanish with ~svc5.bot's patch
-    memo["segments"] = _packed(segments)
+    return dataclasses.replace(memo, segments=segments)
 
 
-def _reverse_envelopes(memo: dict[str, object]) -> None:
-    memo["envelopes"] = _packed(list(reversed(_offsets(str(memo["envelopes"])))))
+def _reverse_envelopes(memo: Memo) -> Memo:
+    return dataclasses.replace(memo, envelopes=list(reversed(memo.envelopes)))
 
 
-def _shift_block(memo: dict[str, object]) -> None:
-    blocks = _offsets(str(memo["blocks"]))
-    memo["blocks"] = _packed([offset + 1 for offset in blocks])
-
-
-def _offsets(text: str) -> list[int]:
-    return list(array.array("q", base64.b64decode(text)))
-
-
-def _packed(values: list[int]) -> str:
-    return base64.b64encode(array.array("q", values).tobytes()).decode()
+def _shift_block(memo: Memo) -> Memo:
+    return dataclasses.replace(memo, blocks=[offset + 1 for offset in memo.blocks])
 
 
 @pytest.mark.parametrize(
@@ -402,13 +391,13 @@ def _packed(values: list[int]) -> str:
     ids=["segment", "envelopes", "block"],
 )
 def test_a_memo_that_does_not_fit_the_outputs_runs_in_full(
-    damage: Callable[[dict[str, object]], None], tmp_path: Path
+    damage: Callable[[Memo], Memo], tmp_path: Path
 ) -> None:
     root = _workspace(tmp_path / "ws")
     path = memo_path(root / "build", root / "zones" / f"{ZONE}.yaml")
-    memo = json.loads(path.read_text())
-    damage(memo)
-    path.write_text(json.dumps(memo))
+    memo = Memo.read(path)
+    assert memo is not None
+    damage(memo).write(path)
     _edit(root, "  - handle: ~svc5.bot  # a bot\n", "  - handle: ~svc5.bot\n    lifetime: 20d\n")
     report = _same_as_full(root, tmp_path, NOW + 60)
     assert report.zones[0].patched is None

@@ -5,7 +5,9 @@ from __future__ import annotations
 
 import bisect
 import itertools
+import json
 import os
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -230,23 +232,43 @@ def test_a_memo_reads_back_as_written(tmp_path: Path) -> None:
     )
 
 
+def _recount(data: bytes) -> bytes:
+    """The refs section given one ref more, its length in the head too: counts differ."""
+    line_end = data.index(b"\n")
+    head = json.loads(data[:line_end])
+    refs_at = line_end + 1
+    head["sections"][0] += len(b"\n~c")
+    start = refs_at + head["sections"][0] - len(b"\n~c")
+    body = data[refs_at:start] + b"\n~c" + data[start:]
+    return json.dumps(head).encode() + b"\n" + body
+
+
 @pytest.mark.parametrize(
     "damage",
     [
-        lambda text: text[: len(text) // 2],
-        lambda text: text.replace("alter-publish/memo/3", "alter-publish/memo/2"),
-        lambda text: text.replace('"~b"', '"~b","~c"'),
-        lambda text: "[]",
-        lambda text: "",
+        lambda data: data[: len(data) // 2],
+        lambda data: data[:-1],
+        lambda data: data.replace(b"alter-publish/memo/4", b"alter-publish/memo/3"),
+        _recount,
+        lambda data: b"[]\n",
+        lambda data: b"",
+        lambda data: b"{}",
     ],
-    ids=["truncated", "format", "counts", "not an object", "empty"],
+    ids=["truncated", "a byte short", "format", "counts", "not an object", "empty", "no line"],
 )
-def test_a_damaged_memo_reads_as_none(tmp_path: Path, damage: object) -> None:
+def test_a_damaged_memo_reads_as_none(tmp_path: Path, damage: Callable[[bytes], bytes]) -> None:
     path = tmp_path / "memo.json"
     _memo().write(path)
-    path.write_text(damage(path.read_text()))  # type: ignore[operator]
+    assert Memo.read(path) is not None
+    path.write_bytes(damage(path.read_bytes()))
     assert Memo.read(path) is None
     assert Memo.read(tmp_path / "missing.json") is None
+
+
+def test_an_entry_holding_the_separator_is_refused_on_reading(tmp_path: Path) -> None:
+    path = tmp_path / "memo.json"
+    _memo(entries=("  - ~a\0", "  - ~b")).write(path)
+    assert Memo.read(path) is None  # three entries for two handles: a full run
 
 
 FITTING = {
