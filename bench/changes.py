@@ -14,7 +14,11 @@ every envelope and RRSIG expired (``resign``, not in the default kinds: about a
 minute).
 
     python bench/changes.py --workspace DIR [--handles 100000] [--rounds 2]
-                            [--src PATH ...] [--kinds none,edit,...] [--cold]
+                            [--src PATH ...] [--kinds none,edit,...] [--cold] [--fresh]
+
+``--fresh`` signs the kept state again in full first, with the first ``--src``: the
+snapshot keeps the memo of the run that made it, and a memo of another format reads as
+none, so every change would go in full (a line after a run says so).
 
 ``--cold`` (root only) has the kernel drop its page cache before each timed run, as
 a machine that reclaims cold pages leaves the key files of a daily renewal, which
@@ -61,6 +65,8 @@ ADDED, RENAMED = "newcomer", "renamed18"
 KINDS = ("none", "edit", "add", "remove", "rename", "rotate", "renewal", "renewal2")
 #: Also known, not run unless named.
 MORE_KINDS = ("resign",)
+#: The kinds that go in full by design.
+FULL_KINDS = ("resign",)
 
 
 def sign(root: Path, src: Path, now: int, *extra: str) -> tuple[float, float, dict[str, object]]:
@@ -111,6 +117,16 @@ def snapshot(root: Path) -> Path:
         if (root / JOURNAL).exists():
             shutil.copy2(root / JOURNAL, saved / "journal")
     return saved
+
+
+def refresh(root: Path, src: Path) -> None:
+    """Drop the snapshot and sign its state again in full with ``src`` (whose memo and
+    record the timed runs then start from)."""
+    saved = root.parent / f"{root.name}.snapshot"
+    if saved.exists():
+        restore(root, saved)
+        shutil.rmtree(saved)
+    sign(root, src, NOW, "--full")
 
 
 def restore(root: Path, saved: Path) -> None:
@@ -180,15 +196,22 @@ def main() -> None:
     parser.add_argument("--src", type=Path, action="append")
     parser.add_argument("--kinds", default=",".join(KINDS))
     parser.add_argument("--cold", action="store_true", help="drop the page cache first")
+    parser.add_argument(
+        "--fresh",
+        action="store_true",
+        help="sign the snapshot again in full first (after a change of the memo's format)",
+    )
     args = parser.parse_args()
     unknown = set(args.kinds.split(",")) - set(KINDS) - set(MORE_KINDS)
     if unknown:
         parser.error(f"unknown kinds: {', '.join(sorted(unknown))}")
     root = args.workspace.resolve()
+    sources = args.src or [REPO / "src"]
     if not root.exists():
         build(root, args.handles)
+    elif args.fresh:
+        refresh(root, sources[0])
     saved = snapshot(root)
-    sources = args.src or [REPO / "src"]
     print(f"load {os.getloadavg()[0]:.2f}", flush=True)
     for _ in range(args.rounds):
         for kind in args.kinds.split(","):
@@ -203,6 +226,8 @@ def main() -> None:
                 stages = " ".join(f"{k} {v:.2f}" for k, v in dict(zone["timings"]).items())
                 line = f"{kind:8} {wall:6.2f} s (cpu {cpu:5.2f} s)  {how:9} {src}  [{stages}]"
                 print(line, flush=True)
+                if how == "FULL" and kind not in FULL_KINDS:
+                    print(f"  ({kind} ran in full: is the snapshot's memo stale? --fresh)")
         print(f"load {os.getloadavg()[0]:.2f}", flush=True)
     restore(root, saved)
 

@@ -15,11 +15,14 @@ import dns.rrset
 import dns.zone
 import pytest
 from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PrivateKey
+from hypothesis import given
+from hypothesis import strategies as st
 
 from alter_publish.definition.model import DNSSECSpec
 from alter_publish.dns.dnssec import (
     INCEPTION_BACKDATE_SECONDS,
     SignatureWindow,
+    b32hex_label,
     choose_window,
     ds_records,
     owner_window,
@@ -163,6 +166,74 @@ def test_nsec3_chain_covers_names_and_empty_non_terminals() -> None:
         assert following == ordered[(index + 1) % len(ordered)]
     ent = chain[dns.dnssec.nsec3_hash("blake.example.com.", b"", 0, 1).lower()]
     assert ent.windows == ()  # an empty non-terminal has an empty type bitmap
+
+
+SECURE_DELEGATION = """\
+$ORIGIN {origin}
+$TTL 3600
+@ IN SOA ns1 hostmaster 1 7200 3600 1209600 300
+@ IN NS ns1
+ns1 IN A 192.0.2.53
+_alter.blake IN TXT "v=alter1; b"
+secure IN NS ns.secure
+secure IN DS 12345 15 2 {digest}
+ns.secure IN A 192.0.2.2
+plain IN NS ns.plain
+ns.plain IN A 192.0.2.3
+"""
+
+
+@pytest.mark.parametrize("origin", ["example.com.", "a\\ b.example.", "."])
+def test_nsec3_with_salt_and_iterations_at_any_origin_reads_back_as_dnspython_hashes(
+    origin: str,
+) -> None:
+    """Each NSEC3 sits at dnspython's hash of its name (salt and iterations applied, an
+    origin that needs escaping written as dnspython writes it), its next hash is the
+    following owner's, and a delegation's bitmap holds RRSIG only when it has a DS."""
+    apex = dns.name.from_text(origin)
+    text = SECURE_DELEGATION.format(origin=origin, digest="ab" * 32)
+    zone = dns.zone.from_text(text, origin=apex, relativize=False)
+    keys = tuple(ZoneKey(origin, key.role, NOW, key.private_key) for key in KEYS)
+    spec = DNSSECSpec(denial="nsec3", nsec3_salt="c0ffee", nsec3_iterations=2)
+    result = sign_records(from_zone(zone), keys=keys, spec=spec, window=WINDOW, dnskey_ttl=3600)
+    signed = dns.zone.from_text(text + result.records_text, origin=apex, relativize=False)
+    chain = {
+        name: rdataset[0]
+        for name, node in signed.nodes.items()
+        if (rdataset := node.get_rdataset(IN, dns.rdatatype.NSEC3)) is not None
+    }
+    relative = ["", "_alter.blake", "blake", "ns1", "secure", "plain"]
+    names = [dns.name.from_text(name, origin=apex) if name else apex for name in relative]
+    hashes = {
+        dns.name.from_text(dns.dnssec.nsec3_hash(name, "c0ffee", 2, 1), origin=apex): name
+        for name in names
+    }
+    assert set(chain) == set(hashes)
+    ordered = sorted(chain)
+    for index, owner in enumerate(ordered):
+        assert (chain[owner].salt, chain[owner].iterations) == (bytes.fromhex("c0ffee"), 2)
+        following = base64.b32hexencode(chain[owner].next).decode().lower()
+        assert following == ordered[(index + 1) % len(ordered)].labels[0].decode()
+    # NSEC3 text: algorithm, flags, iterations, salt, next hashed owner, then the types.
+    types = {
+        hashes[owner].relativize(apex).to_text(): set(rdata.to_text().split()[5:])
+        for owner, rdata in chain.items()
+    }
+    assert types["secure"] == {"NS", "DS", "RRSIG"}
+    assert types["plain"] == {"NS"}
+    assert types["blake"] == set()
+    assert types["_alter.blake"] == {"TXT", "RRSIG"}
+
+
+@given(st.binary(max_size=40))
+def test_b32hex_label_is_rfc4648_base32hex_in_lower_case(digest: bytes) -> None:
+    expected = base64.b32hexencode(digest).decode("ascii").lower().rstrip("=")
+    assert b32hex_label(digest) == expected
+
+
+@given(st.binary(min_size=20, max_size=20))
+def test_b32hex_label_of_a_sha1_digest(digest: bytes) -> None:
+    assert b32hex_label(digest) == base64.b32hexencode(digest).decode("ascii").lower()
 
 
 def test_deterministic_and_text_is_canonically_ordered() -> None:

@@ -249,32 +249,42 @@ def _add_nsec3_chain(
     """
     salt = bytes.fromhex(spec.nsec3_salt)
     iterations = spec.nsec3_iterations
-    salt_text = salt.hex() if salt else "-"
     fixed = _nsec3_fixed(spec)
     owners[origin].append(
-        RRs(_NSEC3PARAM, NSEC3PARAM_TTL_SECONDS, (fixed,), (f"1 0 {iterations} {salt_text}",))
+        RRs(_NSEC3PARAM, NSEC3PARAM_TTL_SECONDS, (fixed,), (_nsec3_prefix(spec).rstrip(),))
     )
-    entries: list[tuple[bytes, frozenset[int], Labels]] = []
+    entries: list[tuple[bytes, tuple[int, ...], Labels]] = []
+    cuts = shape.cuts
     for name in (*shape.authoritative, *shape.empty_non_terminals):  # order: by hash, below
-        types: list[int] = []
-        if name in owners:
-            delegation = name in shape.cuts
-            types = _types_at(owners[name], delegation=delegation)
-            if any(rdtype == _DS or not delegation for rdtype in types):
-                types.append(_RRSIG)
-        entries.append((nsec3_digest(name, salt, iterations), frozenset(types), name))
+        rrsets = owners.get(name)
+        types: tuple[int, ...] = ()
+        if rrsets:
+            types = tuple(_types_at(rrsets, delegation=name in cuts))
+            if name not in cuts or _DS in types:  # a delegation's NS alone is not signed
+                types += (_RRSIG,)
+        entries.append((nsec3_digest(name, salt, iterations), types, name))
     entries.sort(key=lambda entry: entry[0])
-    bitmaps: dict[frozenset[int], Bitmap] = {}
+    # Each hash is written twice: as its NSEC3's owner, and as the previous one's next.
+    labels = [b32hex_label(digest) for digest, _, _ in entries]
+    bitmaps: dict[tuple[int, ...], Bitmap] = {}
+    prefix = _nsec3_prefix(spec)
     added = []
-    for index, (digest, present, name) in enumerate(entries):
-        following = entries[(index + 1) % len(entries)][0]
+    count = len(entries)
+    for index, (_, present, name) in enumerate(entries):
+        following = index + 1 if index + 1 < count else 0
         bitmap = bitmaps.get(present) or bitmaps.setdefault(present, Bitmap.of(present))
-        owner = nsec3_owner(digest, origin)
-        owners[owner] = [nsec3_rrs(following, bitmap, ttl, spec)]
+        owner = (labels[index].encode("ascii"), *origin)
+        next_digest = entries[following][0]
+        wire = b"".join((fixed, _LENGTH_OCTET[len(next_digest)], next_digest, bitmap.wire))
+        owners[owner] = [RRs(_NSEC3, ttl, (wire,), (prefix + labels[following] + bitmap.text,))]
         added.append(owner)
         if sources is not None:
             sources[owner] = name
     return tuple(added)
+
+
+#: One octet holding each length a hash may have.
+_LENGTH_OCTET = tuple(bytes((length,)) for length in range(256))
 
 
 def _nsec3_fixed(spec: DNSSECSpec) -> bytes:
@@ -283,18 +293,51 @@ def _nsec3_fixed(spec: DNSSECSpec) -> bytes:
     return struct.pack("!BBHB", NSEC3_HASH_SHA1, 0, spec.nsec3_iterations, len(salt)) + salt
 
 
+def _nsec3_prefix(spec: DNSSECSpec) -> str:
+    """The NSEC3 rdata text before the next hashed owner (the NSEC3PARAM's text too, but
+    for its flags and the trailing space)."""
+    salt_text = bytes.fromhex(spec.nsec3_salt).hex() or "-"
+    return f"{NSEC3_HASH_SHA1} 0 {spec.nsec3_iterations} {salt_text} "
+
+
+#: Base32hex (RFC 4648 7) in lower case, as NSEC3 owners are written: each 10 bits as
+#: two characters.
+_B32HEX = "0123456789abcdefghijklmnopqrstuv"
+_B32HEX_PAIRS = tuple(first + second for first in _B32HEX for second in _B32HEX)
+#: A SHA-1 digest: 160 bits, 32 characters, no padding.
+_SHA1_OCTETS = 20
+_SHA1_SHIFTS = tuple(range(150, -1, -10))
+
+
+def b32hex_label(digest: bytes) -> str:
+    """A hash as an NSEC3 owner label or next hashed owner: base32hex, lower case, no
+    padding (the same text as ``base64.b32hexencode``'s, which is written in Python and
+    costs a second per 250,000 SHA-1 digests)."""
+    if len(digest) != _SHA1_OCTETS:
+        return base64.b32hexencode(digest).decode("ascii").lower().rstrip("=")
+    number = int.from_bytes(digest, "big")
+    pairs = _B32HEX_PAIRS
+    return "".join([pairs[(number >> shift) & 0x3FF] for shift in _SHA1_SHIFTS])
+
+
+def _hashed_owner_texts(hashed: Iterable[Labels], origin_text: str) -> Iterator[tuple[Labels, str]]:
+    """Each NSEC3 owner (a base32hex label under the origin) with its text, as
+    :func:`name_text` writes it: the label needs no escaping."""
+    suffix = "" if origin_text == "." else origin_text
+    for owner in hashed:
+        yield owner, f"{owner[0].decode('ascii')}.{suffix}"
+
+
 def nsec3_owner(digest: bytes, origin: Labels) -> Labels:
     """The owner of the NSEC3 of a name whose hash is ``digest``."""
-    return (base64.b32hexencode(digest).decode("ascii").lower().encode("ascii"), *origin)
+    return (b32hex_label(digest).encode("ascii"), *origin)
 
 
 def nsec3_rrs(following: bytes, bitmap: Bitmap, ttl: int, spec: DNSSECSpec) -> RRs:
     """One NSEC3 rrset (next hashed owner ``following``, types ``bitmap``)."""
-    salt_text = bytes.fromhex(spec.nsec3_salt).hex() or "-"
-    prefix = f"{NSEC3_HASH_SHA1} 0 {spec.nsec3_iterations} {salt_text} "
-    next_text = base64.b32hexencode(following).decode("ascii").lower().rstrip("=")
+    text = _nsec3_prefix(spec) + b32hex_label(following) + bitmap.text
     wire = _nsec3_fixed(spec) + bytes((len(following),)) + following + bitmap.wire
-    return RRs(_NSEC3, ttl, (wire,), (prefix + next_text + bitmap.text,))
+    return RRs(_NSEC3, ttl, (wire,), (text,))
 
 
 def nsec_rrs(following: str, bitmap: Bitmap, ttl: int) -> RRs:
@@ -451,7 +494,7 @@ def sign_records(
     if spec.denial == "nsec3":
         hashed = _add_nsec3_chain(owners, origin, shape, negative_ttl, spec)
         signed_names.extend(hashed)
-        names.update((owner, name_text(owner)) for owner in hashed)
+        names.update(_hashed_owner_texts(hashed, origin_text))
     else:
         _add_nsec_chain(owners, names, shape, negative_ttl)
     todo: list[_Job] = []
@@ -543,6 +586,10 @@ def _rrs(rdtype: int, ttl: int, rdatas: Sequence[dns.rdata.Rdata]) -> RRs:
 _PART_LINES = 4096
 
 
+def _by_type(rrs: RRs) -> int:
+    return rrs.rdtype
+
+
 def _dnssec_text(
     owners: _Owners,
     names: Mapping[Labels, str],
@@ -558,19 +605,24 @@ def _dnssec_text(
     lines: list[str] = []
     blocks: dict[Labels, tuple[int, int]] = {}
     at = 0
+    by_type = _by_type
     for name in sorted(owners, key=canonical_key):
         owner = names[name]
-        first = len(lines)
-        for rrs in sorted(owners[name], key=lambda item: item.rdtype):
+        start = at
+        rrsets = owners[name]
+        for rrs in sorted(rrsets, key=by_type) if len(rrsets) > 1 else rrsets:
             if rrs.rdtype in _DNSSEC_TYPES:
                 rdtype = _rdtype_text(rrs.rdtype)
-                lines.extend(f"{owner} {rrs.ttl} IN {rdtype} {text}\n" for text in rrs.texts)
+                for text in rrs.texts:
+                    line = f"{owner} {rrs.ttl} IN {rdtype} {text}\n"
+                    lines.append(line)
+                    at += len(line)
         for number in signed_by.get(name, ()):
-            lines.append(sig_lines[number])
+            line = sig_lines[number]
+            lines.append(line)
+            at += len(line)
             sig_lines[number] = ""
-        end = at + sum(map(len, lines[first:]))
-        blocks[name] = (at, end)
-        at = end
+        blocks[name] = (start, at)
         if len(lines) >= _PART_LINES:
             parts.append("".join(lines))
             lines.clear()
