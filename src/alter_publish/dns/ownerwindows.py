@@ -23,4 +23,8 @@ class OwnerWindows:
 
     def __call__(self, owner: Labels) -> SignatureWindow:
         """The window of ``owner``'s RRSIGs."""
-        return self.windows[renewal_slot(name_wire(owner), self.slots)]
+        return self.windows[self.slot(owner)]
+
+    def slot(self, owner: Labels) -> int:
+        """The slot of ``owner``: its window is ``windows[slot]``."""
+        return renewal_slot(name_wire(owner), self.slots)
