@@ -227,7 +227,8 @@ def main() -> None:
                 line = f"{kind:8} {wall:6.2f} s (cpu {cpu:5.2f} s)  {how:9} {src}  [{stages}]"
                 print(line, flush=True)
                 if how == "FULL" and kind not in FULL_KINDS:
-                    print(f"  ({kind} ran in full: is the snapshot's memo stale? --fresh)")
+                    hint = "" if args.fresh else " (--fresh signs it again with the first --src)"
+                    print(f"  (in full: this source reads the snapshot's memo as none?{hint})")
         print(f"load {os.getloadavg()[0]:.2f}", flush=True)
     restore(root, saved)
 

@@ -19,17 +19,17 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from alter_publish.definition.model import DNSSECSpec
+from alter_publish.dns.denial import b32hex_label, hashed_owner_texts
 from alter_publish.dns.dnssec import (
     INCEPTION_BACKDATE_SECONDS,
     SignatureWindow,
-    b32hex_label,
     choose_window,
     ds_records,
     owner_window,
     sign_records,
 )
 from alter_publish.dns.ownerwindows import OwnerWindows
-from alter_publish.dns.records import from_zone
+from alter_publish.dns.records import from_zone, labels_of, name_text
 from alter_publish.dns.zonekeys import ZoneKey, ZoneKeyRole
 from alter_publish.errors import SigningError
 
@@ -183,7 +183,14 @@ ns.plain IN A 192.0.2.3
 """
 
 
-@pytest.mark.parametrize("origin", ["example.com.", "a\\ b.example.", "."])
+@pytest.mark.parametrize(
+    "origin",
+    [
+        pytest.param("example.com.", id="plain"),
+        pytest.param("a\\ b.example.", id="escaped"),
+        pytest.param(".", id="root"),
+    ],
+)
 def test_nsec3_with_salt_and_iterations_at_any_origin_reads_back_as_dnspython_hashes(
     origin: str,
 ) -> None:
@@ -223,17 +230,40 @@ def test_nsec3_with_salt_and_iterations_at_any_origin_reads_back_as_dnspython_ha
     assert types["plain"] == {"NS"}
     assert types["blake"] == set()
     assert types["_alter.blake"] == {"TXT", "RRSIG"}
+    (param,) = [line for line in result.records_text.splitlines() if " IN NSEC3PARAM " in line]
+    assert param.endswith(" IN NSEC3PARAM 1 0 2 c0ffee")  # as written, not only as read
+
+
+def test_each_owners_block_is_its_lines_and_the_blocks_tile_the_text() -> None:
+    zone = dns.zone.from_text(ZONE_TEXT, origin=ORIGIN, relativize=False)
+    records = from_zone(zone)
+    result = sign_records(
+        records, keys=KEYS, spec=DNSSECSpec(denial="nsec3"), window=WINDOW, dnskey_ttl=3600
+    )
+    text = "".join(result.records_parts)
+    at = 0
+    for labels, (start, end) in sorted(result.blocks.items(), key=lambda item: item[1]):
+        assert start == at
+        owner = dns.name.Name(labels).to_text()
+        block = text[start:end].splitlines(keepends=True)  # none: glue, which is not signed
+        assert all(line.startswith(f"{owner} ") and line.endswith("\n") for line in block)
+        at = end
+    assert at == len(text)
+
+
+@pytest.mark.parametrize("origin", [".", "example.com.", "a\\ b.example.", "x\\.y.example."])
+def test_hashed_owner_texts_are_name_texts(origin: str) -> None:
+    apex = labels_of(origin)
+    owners = [(b32hex_label(bytes([n]) * 20).encode(), *apex) for n in range(3)]
+    assert dict(hashed_owner_texts(owners, name_text(apex))) == {
+        owner: name_text(owner) for owner in owners
+    }
 
 
 @given(st.binary(max_size=40))
 def test_b32hex_label_is_rfc4648_base32hex_in_lower_case(digest: bytes) -> None:
     expected = base64.b32hexencode(digest).decode("ascii").lower().rstrip("=")
     assert b32hex_label(digest) == expected
-
-
-@given(st.binary(min_size=20, max_size=20))
-def test_b32hex_label_of_a_sha1_digest(digest: bytes) -> None:
-    assert b32hex_label(digest) == base64.b32hexencode(digest).decode("ascii").lower()
 
 
 def test_deterministic_and_text_is_canonically_ordered() -> None:

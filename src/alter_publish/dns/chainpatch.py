@@ -27,14 +27,8 @@ import dns.rdatatype
 
 from alter_publish.definition.model import DNSSECSpec
 from alter_publish.definition.state import SignatureWindow
-from alter_publish.dns.dnssec import (
-    Bitmap,
-    nsec3_digest,
-    nsec3_owner,
-    nsec3_rrs,
-    nsec_rrs,
-    rrsig_lines,
-)
+from alter_publish.dns.denial import Bitmap, nsec3_digest, nsec3_owner, nsec3_rrs, nsec_rrs
+from alter_publish.dns.dnssec import rrsig_lines
 from alter_publish.dns.records import RRs, canonical_key, name_text
 from alter_publish.dns.zonekeys import ZoneKey
 from alter_publish.mapped import Bytes

@@ -17,10 +17,10 @@ from __future__ import annotations
 
 import base64
 import functools
-import hashlib
+import operator
 import struct
 import time
-from collections.abc import Iterable, Iterator, Mapping, Sequence
+from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 
 import dns.dnssec
@@ -37,7 +37,14 @@ from cryptography.hazmat.primitives import serialization
 from alter_publish.definition.model import DNSSECSpec
 from alter_publish.definition.state import INCEPTION_BACKDATE_SECONDS as INCEPTION_BACKDATE_SECONDS
 from alter_publish.definition.state import SignatureWindow as SignatureWindow
-from alter_publish.dns.nsec3 import NSEC3_HASH_SHA1
+from alter_publish.dns.denial import (
+    Owners,
+    add_nsec3_chain,
+    add_nsec_chain,
+    hashed_owner_texts,
+    negative_ttl,
+    zone_shape,
+)
 from alter_publish.dns.ownerwindows import OwnerWindows
 from alter_publish.dns.records import (
     Labels,
@@ -45,7 +52,6 @@ from alter_publish.dns.records import (
     SignedRRs,
     ZoneRecords,
     canonical_key,
-    labels_of,
     name_text,
     name_wire,
 )
@@ -55,7 +61,6 @@ from alter_publish.format.ed25519 import SigningKey
 from alter_publish.parallel import Progress, Workers, ranges, shared
 
 ALGORITHM = dns.dnssectypes.Algorithm.ED25519
-NSEC3PARAM_TTL_SECONDS = 0  # RFC 5155 4: not used by resolvers; 0 as BIND does
 DS_DIGEST = "SHA256"
 RRSIG_TIME_LIMIT = 2**32  # RRSIG times are 32-bit seconds (serial arithmetic aside)
 
@@ -71,6 +76,8 @@ _NS = dns.rdatatype.NS
 _DS = dns.rdatatype.DS
 _CDS = dns.rdatatype.CDS
 _CDNSKEY = dns.rdatatype.CDNSKEY
+#: Sort key: an rrset's type.
+_BY_TYPE = operator.attrgetter("rdtype")
 _RRSIG_HEADER = struct.Struct("!HBBIIIH")
 _RR_FIXED = struct.Struct("!HHIH")
 #: The types the signer adds (and refuses in the unsigned zone).
@@ -141,247 +148,6 @@ def _sigtime(seconds: int) -> str:
 @functools.cache
 def _rdtype_text(rdtype: int) -> str:
     return dns.rdatatype.to_text(dns.rdatatype.RdataType.make(rdtype))
-
-
-@dataclass(frozen=True, slots=True)
-class Bitmap:
-    """An NSEC/NSEC3 type bitmap: wire form and the text dnspython prints for it."""
-
-    wire: bytes
-    text: str
-
-    @classmethod
-    def of(cls, types: Iterable[int]) -> Bitmap:
-        rdtypes = [dns.rdatatype.RdataType.make(rdtype) for rdtype in sorted(set(types))]
-        windows = dns.rdtypes.util.Bitmap.from_rdtypes(rdtypes).windows
-        wire = b"".join(bytes((window, len(bits))) + bits for window, bits in windows)
-        return cls(wire, dns.rdtypes.util.Bitmap(windows).to_text())
-
-
-# --- the zone's shape ---------------------------------------------------------------
-
-
-@dataclass(frozen=True, slots=True)
-class _Shape:
-    """Which names are authoritative, which are delegations, and the empty non-terminals."""
-
-    authoritative: tuple[Labels, ...]  # canonical order
-    cuts: frozenset[Labels]
-    empty_non_terminals: frozenset[Labels]
-
-
-def _shape(records: ZoneRecords) -> _Shape:
-    origin = records.origin
-    depth = len(origin)
-    cuts = frozenset(
-        labels
-        for labels, rrsets in records.owners.items()
-        if labels != origin and any(rrs.rdtype == _NS for rrs in rrsets)
-    )
-    names = sorted(records.owners, key=canonical_key)
-    if cuts:
-        names = [
-            name
-            for name in names
-            if not any(name[index:] in cuts for index in range(1, len(name) - depth))
-        ]
-    present = set(names)
-    ents: set[Labels] = set()
-    for name in names:
-        for index in range(1, len(name) - depth):
-            parent = name[index:]
-            if parent in present:
-                break
-            ents.add(parent)
-    return _Shape(tuple(names), cuts, frozenset(ents))
-
-
-def _types_at(rrsets: Iterable[RRs], *, delegation: bool) -> list[int]:
-    types = [rrs.rdtype for rrs in rrsets]
-    if delegation:
-        types = [rdtype for rdtype in types if rdtype in (_NS, _DS)]
-    return types
-
-
-def _negative_ttl(records: ZoneRecords) -> int:
-    soa = next((rrs for rrs in records.owners.get(records.origin, ()) if rrs.rdtype == _SOA), None)
-    if soa is None or not soa.wires:
-        raise SigningError("zone has no SOA at its apex", where=name_text(records.origin))
-    (minimum,) = struct.unpack("!I", soa.wires[0][-4:])
-    return min(int(minimum), soa.ttl)
-
-
-_Owners = dict[Labels, list[RRs]]
-
-
-def _add_nsec_chain(owners: _Owners, names: Mapping[Labels, str], shape: _Shape, ttl: int) -> None:
-    """One NSEC per authoritative name; the next name keeps its case (RFC 6840 5.1)."""
-    chain = shape.authoritative
-    bitmaps: dict[frozenset[int], Bitmap] = {}
-    for index, name in enumerate(chain):
-        following = names[chain[(index + 1) % len(chain)]]
-        types = frozenset((*_types_at(owners[name], delegation=name in shape.cuts), _RRSIG, _NSEC))
-        bitmap = bitmaps.get(types) or bitmaps.setdefault(types, Bitmap.of(types))
-        owners[name].append(nsec_rrs(following, bitmap, ttl))
-
-
-def nsec3_digest(name: Labels, salt: bytes, iterations: int) -> bytes:
-    """RFC 5155 5: SHA-1 over the canonical wire name and salt, iterated."""
-    digest = hashlib.sha1(name_wire(name) + salt, usedforsecurity=False).digest()
-    for _ in range(iterations):
-        digest = hashlib.sha1(digest + salt, usedforsecurity=False).digest()
-    return digest
-
-
-def _add_nsec3_chain(
-    owners: _Owners,
-    origin: Labels,
-    shape: _Shape,
-    ttl: int,
-    spec: DNSSECSpec,
-    sources: dict[Labels, Labels] | None = None,
-) -> tuple[Labels, ...]:
-    """Add NSEC3PARAM and one NSEC3 per authoritative name and empty non-terminal
-    (``sources``, if given, gets each NSEC3 owner's unhashed name).
-
-    Returns:
-        The NSEC3 owner names.
-    """
-    salt = bytes.fromhex(spec.nsec3_salt)
-    iterations = spec.nsec3_iterations
-    fixed = _nsec3_fixed(spec)
-    owners[origin].append(
-        RRs(_NSEC3PARAM, NSEC3PARAM_TTL_SECONDS, (fixed,), (_nsec3_prefix(spec).rstrip(),))
-    )
-    entries: list[tuple[bytes, tuple[int, ...], Labels]] = []
-    cuts = shape.cuts
-    for name in (*shape.authoritative, *shape.empty_non_terminals):  # order: by hash, below
-        rrsets = owners.get(name)
-        types: tuple[int, ...] = ()
-        if rrsets:
-            types = tuple(_types_at(rrsets, delegation=name in cuts))
-            if name not in cuts or _DS in types:  # a delegation's NS alone is not signed
-                types += (_RRSIG,)
-        entries.append((nsec3_digest(name, salt, iterations), types, name))
-    entries.sort(key=lambda entry: entry[0])
-    # Each hash is written twice: as its NSEC3's owner, and as the previous one's next.
-    labels = [b32hex_label(digest) for digest, _, _ in entries]
-    bitmaps: dict[tuple[int, ...], Bitmap] = {}
-    prefix = _nsec3_prefix(spec)
-    added = []
-    count = len(entries)
-    for index, (_, present, name) in enumerate(entries):
-        following = index + 1 if index + 1 < count else 0
-        bitmap = bitmaps.get(present) or bitmaps.setdefault(present, Bitmap.of(present))
-        owner = (labels[index].encode("ascii"), *origin)
-        next_digest = entries[following][0]
-        wire = b"".join((fixed, _LENGTH_OCTET[len(next_digest)], next_digest, bitmap.wire))
-        owners[owner] = [RRs(_NSEC3, ttl, (wire,), (prefix + labels[following] + bitmap.text,))]
-        added.append(owner)
-        if sources is not None:
-            sources[owner] = name
-    return tuple(added)
-
-
-#: One octet holding each length a hash may have.
-_LENGTH_OCTET = tuple(bytes((length,)) for length in range(256))
-
-
-def _nsec3_fixed(spec: DNSSECSpec) -> bytes:
-    """The NSEC3 (and NSEC3PARAM) rdata fields before the next hashed owner."""
-    salt = bytes.fromhex(spec.nsec3_salt)
-    return struct.pack("!BBHB", NSEC3_HASH_SHA1, 0, spec.nsec3_iterations, len(salt)) + salt
-
-
-def _nsec3_prefix(spec: DNSSECSpec) -> str:
-    """The NSEC3 rdata text before the next hashed owner (the NSEC3PARAM's text too, but
-    for its flags and the trailing space)."""
-    salt_text = bytes.fromhex(spec.nsec3_salt).hex() or "-"
-    return f"{NSEC3_HASH_SHA1} 0 {spec.nsec3_iterations} {salt_text} "
-
-
-#: Base32hex (RFC 4648 7) in lower case, as NSEC3 owners are written: each 10 bits as
-#: two characters.
-_B32HEX = "0123456789abcdefghijklmnopqrstuv"
-_B32HEX_PAIRS = tuple(first + second for first in _B32HEX for second in _B32HEX)
-#: A SHA-1 digest: 160 bits, 32 characters, no padding.
-_SHA1_OCTETS = 20
-_SHA1_SHIFTS = tuple(range(150, -1, -10))
-
-
-def b32hex_label(digest: bytes) -> str:
-    """A hash as an NSEC3 owner label or next hashed owner: base32hex, lower case, no
-    padding (the same text as ``base64.b32hexencode``'s, which is written in Python and
-    costs a second per 250,000 SHA-1 digests)."""
-    if len(digest) != _SHA1_OCTETS:
-        return base64.b32hexencode(digest).decode("ascii").lower().rstrip("=")
-    number = int.from_bytes(digest, "big")
-    pairs = _B32HEX_PAIRS
-    return "".join([pairs[(number >> shift) & 0x3FF] for shift in _SHA1_SHIFTS])
-
-
-def _hashed_owner_texts(hashed: Iterable[Labels], origin_text: str) -> Iterator[tuple[Labels, str]]:
-    """Each NSEC3 owner (a base32hex label under the origin) with its text, as
-    :func:`name_text` writes it: the label needs no escaping."""
-    suffix = "" if origin_text == "." else origin_text
-    for owner in hashed:
-        yield owner, f"{owner[0].decode('ascii')}.{suffix}"
-
-
-def nsec3_owner(digest: bytes, origin: Labels) -> Labels:
-    """The owner of the NSEC3 of a name whose hash is ``digest``."""
-    return (b32hex_label(digest).encode("ascii"), *origin)
-
-
-def nsec3_rrs(following: bytes, bitmap: Bitmap, ttl: int, spec: DNSSECSpec) -> RRs:
-    """One NSEC3 rrset (next hashed owner ``following``, types ``bitmap``)."""
-    text = _nsec3_prefix(spec) + b32hex_label(following) + bitmap.text
-    wire = _nsec3_fixed(spec) + bytes((len(following),)) + following + bitmap.wire
-    return RRs(_NSEC3, ttl, (wire,), (text,))
-
-
-def nsec_rrs(following: str, bitmap: Bitmap, ttl: int) -> RRs:
-    """One NSEC rrset (next owner ``following`` as written, types ``bitmap``)."""
-    wire = name_wire(labels_of(following, lower=False))
-    return RRs(_NSEC, ttl, (wire + bitmap.wire,), (following + bitmap.text,))
-
-
-@dataclass(frozen=True, slots=True)
-class DenialChain:
-    """The NSEC or NSEC3 records :func:`sign_records` adds to a zone.
-
-    Attributes:
-        records: per owner, its NSEC, NSEC3 or NSEC3PARAM rrset (one per owner).
-        sources: per NSEC3 owner, the name whose hash it is (empty for NSEC).
-    """
-
-    records: Mapping[Labels, RRs]
-    sources: Mapping[Labels, Labels]
-
-
-def denial_chain(records: ZoneRecords, spec: DNSSECSpec) -> DenialChain:
-    """The denial records signing ``records`` adds, made by the code that signs.
-
-    ``records`` holds the zone as signed but without its RRSIG, NSEC, NSEC3 and
-    NSEC3PARAM records (the DNSKEY rrset included): a signed zone read back can be
-    compared with what its records make.
-
-    Raises:
-        SigningError: the zone has no SOA at its apex.
-    """
-    owners: _Owners = {labels: list(rrsets) for labels, rrsets in records.owners.items()}
-    shape = _shape(records)
-    ttl = _negative_ttl(records)
-    sources: dict[Labels, Labels] = {}
-    if spec.denial == "nsec3":
-        _add_nsec3_chain(owners, records.origin, shape, ttl, spec, sources)
-    else:
-        _add_nsec_chain(owners, records.names, shape, ttl)
-    denial = frozenset({_NSEC, _NSEC3, _NSEC3PARAM})
-    chain = {
-        labels: rrs for labels, rrsets in owners.items() for rrs in rrsets if rrs.rdtype in denial
-    }
-    return DenialChain(chain, sources)
 
 
 # --- signing ------------------------------------------------------------------------
@@ -476,7 +242,7 @@ def sign_records(
         )
     signers = _SignerCache(keys, origin, window, spec if spread else None)
     signing = signers.signing
-    owners: _Owners = {}
+    owners: Owners = {}
     for labels, rrsets in records.owners.items():
         for rrs in rrsets:
             if rrs.rdtype in _DNSSEC_TYPES:
@@ -486,17 +252,17 @@ def sign_records(
                     where=origin_text,
                 )
         owners[labels] = list(rrsets)
-    negative_ttl = _negative_ttl(records)
+    denial_ttl = negative_ttl(records)
     owners[origin].extend(_apex_key_rrsets(origin, keys, dnskey_ttl))
     names = dict(records.names)
-    shape = _shape(records)
+    shape = zone_shape(records)
     signed_names = list(shape.authoritative)
     if spec.denial == "nsec3":
-        hashed = _add_nsec3_chain(owners, origin, shape, negative_ttl, spec)
+        hashed = add_nsec3_chain(owners, origin, shape, denial_ttl, spec)
         signed_names.extend(hashed)
-        names.update(_hashed_owner_texts(hashed, origin_text))
+        names.update(hashed_owner_texts(hashed, origin_text))
     else:
-        _add_nsec_chain(owners, names, shape, negative_ttl)
+        add_nsec_chain(owners, names, shape, denial_ttl)
     todo: list[_Job] = []
     max_ttl = renewed = 0
     since = -1 if renewed_since is None else renewed_since
@@ -504,7 +270,7 @@ def sign_records(
         delegation = name in shape.cuts
         owner_at, ksks, zsks = signers.of(name)
         here = owners[name]
-        for rrs in sorted(here, key=_by_type) if len(here) > 1 else here:
+        for rrs in sorted(here, key=_BY_TYPE) if len(here) > 1 else here:
             if delegation and rrs.rdtype not in (_DS, _NSEC):
                 continue
             max_ttl = max(max_ttl, rrs.ttl)
@@ -587,12 +353,8 @@ def _rrs(rdtype: int, ttl: int, rdatas: Sequence[dns.rdata.Rdata]) -> RRs:
 _PART_LINES = 4096
 
 
-def _by_type(rrs: RRs) -> int:
-    return rrs.rdtype
-
-
 def _dnssec_text(
-    owners: _Owners,
+    owners: Owners,
     names: Mapping[Labels, str],
     signed_by: Mapping[Labels, list[int]],
     sig_lines: list[str],
@@ -606,12 +368,11 @@ def _dnssec_text(
     lines: list[str] = []
     blocks: dict[Labels, tuple[int, int]] = {}
     at = 0
-    by_type = _by_type
     for name in sorted(owners, key=canonical_key):
         owner = names[name]
         start = at
         rrsets = owners[name]
-        for rrs in sorted(rrsets, key=by_type) if len(rrsets) > 1 else rrsets:
+        for rrs in sorted(rrsets, key=_BY_TYPE) if len(rrsets) > 1 else rrsets:
             if rrs.rdtype in _DNSSEC_TYPES:
                 rdtype = _rdtype_text(rrs.rdtype)
                 for text in rrs.texts:

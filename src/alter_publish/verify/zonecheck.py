@@ -41,7 +41,7 @@ import dns.zone
 
 from alter_publish.definition.model import DNSSECSpec
 from alter_publish.dns.anchors import TrustAnchor
-from alter_publish.dns.dnssec import denial_chain
+from alter_publish.dns.denial import denial_chain
 from alter_publish.dns.records import Labels, RRs, ZoneRecords, canonical_key, name_text
 from alter_publish.dns.validation import DNSSECStatus, RRsetValidator, validate_dnskeys
 from alter_publish.errors import SigningError, VerificationError
