@@ -19,7 +19,7 @@ from pathlib import Path
 from typing import Any
 
 from alter_publish.definition.model import ZoneSpec
-from alter_publish.definition.state import SerialState, zone_sha256
+from alter_publish.definition.state import SerialState, zone_sha256_soon
 from alter_publish.dns.answerers import Answerer
 from alter_publish.dns.chainpatch import ChainPatch, SignedSection, patch_chain
 from alter_publish.dns.records import HandleRecord, Labels, RRs, from_zone, labels_of
@@ -645,20 +645,30 @@ def patched(ctx: RunContext, start: ZoneStart) -> Patched | None:
     with watch.stage("proof"):
         log_text = None if rendered.log is None else rendered.log.texts[0]
         proof = prove_patch(ctx, base, chained.expectations, log_text, mini, outputs[2])
+    old_zone, old_envelopes = rendered.old_zone, rendered.old_envelopes
+    new_zone = tuple(apply_edits(_source(old_zone), zone_edits)) if zone_edits else None
+    # The new zone's SHA-256 is made beside what follows (0.9 s at 1,000,000 handles).
+    zone_digest = zone_sha256_soon((memoryview(old_zone),) if new_zone is None else new_zone)
     envelope_edits, added_lines = _envelope_edits(base, signed, rendered)
     handle_keys, lines = _handle_keys(ctx, base, signed, base.keys.lines)
     ttls = respliced(base.memo.ttls, base.removed, dict.fromkeys(base.added, 0))
     dues = respliced(base.memo.dues, base.removed, dict.fromkeys(base.added, 0))
     for index, item in zip(base.changed, signed, strict=True):
         ttls[index], dues[index] = item.spec.ttl, envelope_due(item, base.spec)
-    old_zone, old_envelopes = rendered.old_zone, rendered.old_envelopes
-    new_zone = tuple(apply_edits(_source(old_zone), zone_edits)) if zone_edits else None
+    memo = _memo_after(
+        base,
+        chained.chain.tree,
+        rendered,
+        (zone_edits, envelope_edits, added_lines, dnssec),
+        lines,
+        (tuple(ttls), tuple(dues)),
+    )
     state = dataclasses.replace(
         base.state,
         serial=rendered.serial,
         digest=rendered.digest,
         signatures=base.window or base.state.signatures,
-        zone_sha256=zone_sha256((memoryview(old_zone),) if new_zone is None else new_zone),
+        zone_sha256=zone_digest(),
     )
     return Patched(
         base=base,
@@ -668,14 +678,7 @@ def patched(ctx: RunContext, start: ZoneStart) -> Patched | None:
         envelopes=(
             tuple(apply_edits(_source(old_envelopes), envelope_edits)) if envelope_edits else None
         ),
-        memo=_memo_after(
-            base,
-            chained.chain.tree,
-            rendered,
-            (zone_edits, envelope_edits, added_lines, dnssec),
-            lines,
-            (tuple(ttls), tuple(dues)),
-        ),
+        memo=memo,
         handle_keys=handle_keys,
         handle_lines=lines,
         signatures=None if dnssec is None else dnssec.signatures,
