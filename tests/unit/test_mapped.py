@@ -7,7 +7,6 @@ import hashlib
 import os
 import tempfile
 from pathlib import Path
-from typing import Any
 
 import pytest
 from hypothesis import given
@@ -112,23 +111,6 @@ def test_spans_of_a_mapped_file_are_written_in_place_among_other_chunks(tmp_path
     assert zone_sha256(chunks) == hashlib.sha256(expected).hexdigest()
     assert zone_sha256_soon(chunks)() == hashlib.sha256(expected).hexdigest()
     assert not chunks_differ(target, chunks)
-
-
-def test_a_digest_made_in_a_thread_gives_what_the_thread_raised() -> None:
-    parts: list[Any] = ["a", 17]  # not a text or a chunk: the thread's TypeError
-    with pytest.raises(TypeError):
-        zone_sha256_soon(parts)()
-
-
-def test_with_no_thread_to_spare_the_digest_is_made_at_once(
-    monkeypatch: pytest.MonkeyPatch,
-) -> None:
-    def refused(self: object) -> None:
-        raise RuntimeError("can't start new thread")
-
-    monkeypatch.setattr("threading.Thread.start", refused)
-    parts: list[Chunk | str] = ["zone text\n", memoryview(b"more\n")]
-    assert zone_sha256_soon(parts)() == hashlib.sha256(b"zone text\nmore\n").hexdigest()
 
 
 def test_a_span_the_kernel_cannot_copy_is_written_from_its_bytes(tmp_path: Path) -> None:

@@ -275,8 +275,13 @@ def zone_sha256(parts: Iterable[str | Chunk]) -> str:
 def zone_sha256_soon(parts: Sequence[str | Chunk]) -> Callable[[], str]:
     """:func:`zone_sha256` of ``parts`` made in a thread while the caller goes on
     (hashlib lets go of the interpreter's lock for large buffers: 127 MB at 100,000
-    handles, 0.1 s); the function returned waits for it and gives it (or raises what
-    the thread raised). No thread to spare: made now."""
+    handles, 0.1 s). No thread to spare: made now.
+
+    Returns:
+        A function that waits for the digest and gives it; call it on every path (it
+        raises what the thread raised: ``TypeError`` for a part that is not a text or
+        a chunk), so that no thread outlives its caller.
+    """
     done: list[str] = []
     failed: list[BaseException] = []
 

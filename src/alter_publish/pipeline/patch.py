@@ -7,6 +7,7 @@ they are used); anything that does not fit declines, and a full run does the job
 
 from __future__ import annotations
 
+import contextlib
 import dataclasses
 import hashlib
 import operator
@@ -649,20 +650,25 @@ def patched(ctx: RunContext, start: ZoneStart) -> Patched | None:
     new_zone = tuple(apply_edits(_source(old_zone), zone_edits)) if zone_edits else None
     # The new zone's SHA-256 is made beside what follows (0.9 s at 1,000,000 handles).
     zone_digest = zone_sha256_soon((memoryview(old_zone),) if new_zone is None else new_zone)
-    envelope_edits, added_lines = _envelope_edits(base, signed, rendered)
-    handle_keys, lines = _handle_keys(ctx, base, signed, base.keys.lines)
-    ttls = respliced(base.memo.ttls, base.removed, dict.fromkeys(base.added, 0))
-    dues = respliced(base.memo.dues, base.removed, dict.fromkeys(base.added, 0))
-    for index, item in zip(base.changed, signed, strict=True):
-        ttls[index], dues[index] = item.spec.ttl, envelope_due(item, base.spec)
-    memo = _memo_after(
-        base,
-        chained.chain.tree,
-        rendered,
-        (zone_edits, envelope_edits, added_lines, dnssec),
-        lines,
-        (tuple(ttls), tuple(dues)),
-    )
+    try:
+        envelope_edits, added_lines = _envelope_edits(base, signed, rendered)
+        handle_keys, lines = _handle_keys(ctx, base, signed, base.keys.lines)
+        ttls = respliced(base.memo.ttls, base.removed, dict.fromkeys(base.added, 0))
+        dues = respliced(base.memo.dues, base.removed, dict.fromkeys(base.added, 0))
+        for index, item in zip(base.changed, signed, strict=True):
+            ttls[index], dues[index] = item.spec.ttl, envelope_due(item, base.spec)
+        memo = _memo_after(
+            base,
+            chained.chain.tree,
+            rendered,
+            (zone_edits, envelope_edits, added_lines, dnssec),
+            lines,
+            (tuple(ttls), tuple(dues)),
+        )
+    except BaseException:
+        with contextlib.suppress(BaseException):  # the digest's thread ends with the run
+            zone_digest()
+        raise
     state = dataclasses.replace(
         base.state,
         serial=rendered.serial,
