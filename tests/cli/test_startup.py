@@ -49,6 +49,7 @@ def test_a_sign_that_changes_nothing_loads_no_signing_pipeline(
         "alter_publish.verify.proof",
         "alter_publish.publish.witnessing",
         "jinja2",
+        "rich",  # progress bars: never with --json
     }
     assert not heavy & loaded, sorted(heavy & loaded)
 

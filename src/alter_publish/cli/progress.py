@@ -10,18 +10,13 @@ from __future__ import annotations
 import sys
 import time
 from types import TracebackType
-
-from rich.console import Console
-from rich.progress import (
-    BarColumn,
-    MofNCompleteColumn,
-    Progress,
-    TaskID,
-    TextColumn,
-    TimeElapsedColumn,
-)
+from typing import TYPE_CHECKING
 
 from alter_publish.parallel import NoProgress
+
+if TYPE_CHECKING:  # rich is imported only when bars are drawn (20 ms of every start)
+    from rich.console import Console
+    from rich.progress import TaskID
 
 #: Runs shorter than this show no bars.
 SHOW_AFTER_SECONDS = 2.0
@@ -32,6 +27,14 @@ class StageBars:
 
     def __init__(self, console: Console) -> None:
         """Bars drawn on ``console`` (stderr)."""
+        from rich.progress import (
+            BarColumn,
+            MofNCompleteColumn,
+            Progress,
+            TextColumn,
+            TimeElapsedColumn,
+        )
+
         self._started = time.monotonic()
         self._bars = Progress(
             TextColumn("{task.description:<10}"),
@@ -83,6 +86,8 @@ def progress_for(*, as_json: bool) -> StageBars | NoProgress:
     """Bars on an interactive stderr without ``--json``; else nothing."""
     if as_json or not sys.stderr.isatty():
         return NoProgress()
+    from rich.console import Console
+
     return StageBars(Console(stderr=True))
 
 
