@@ -47,6 +47,7 @@ class Bitmap:
 
     @classmethod
     def of(cls, types: Iterable[int]) -> Bitmap:
+        """The bitmap of ``types`` (in any order, repeats allowed)."""
         rdtypes = [dns.rdatatype.RdataType.make(rdtype) for rdtype in sorted(set(types))]
         windows = dns.rdtypes.util.Bitmap.from_rdtypes(rdtypes).windows
         wire = b"".join(bytes((window, len(bits))) + bits for window, bits in windows)
@@ -66,6 +67,8 @@ class Shape:
 
 
 def zone_shape(records: ZoneRecords) -> Shape:
+    """The authoritative names of ``records`` (below no cut but its own), its cuts and
+    its empty non-terminals."""
     origin = records.origin
     depth = len(origin)
     cuts = frozenset(
@@ -92,6 +95,7 @@ def zone_shape(records: ZoneRecords) -> Shape:
 
 
 def types_at(rrsets: Iterable[RRs], *, delegation: bool) -> list[int]:
+    """The types a name's denial record lists (at a cut: its NS and DS only)."""
     types = [rrs.rdtype for rrs in rrsets]
     if delegation:
         types = [rdtype for rdtype in types if rdtype in (_NS, _DS)]
@@ -99,6 +103,11 @@ def types_at(rrsets: Iterable[RRs], *, delegation: bool) -> list[int]:
 
 
 def negative_ttl(records: ZoneRecords) -> int:
+    """The TTL of the zone's NSEC and NSEC3 records: min(SOA minimum, SOA TTL), RFC 9077.
+
+    Raises:
+        SigningError: the zone has no SOA at its apex.
+    """
     soa = next((rrs for rrs in records.owners.get(records.origin, ()) if rrs.rdtype == _SOA), None)
     if soa is None or not soa.wires:
         raise SigningError("zone has no SOA at its apex", where=name_text(records.origin))
@@ -106,6 +115,7 @@ def negative_ttl(records: ZoneRecords) -> int:
     return min(int(minimum), soa.ttl)
 
 
+#: Each owner's rrsets, as the signer adds to them.
 Owners = dict[Labels, list[RRs]]
 
 
@@ -144,10 +154,8 @@ def add_nsec3_chain(
     """
     salt = bytes.fromhex(spec.nsec3_salt)
     iterations = spec.nsec3_iterations
-    fixed = _nsec3_fixed(spec)
-    owners[origin].append(
-        RRs(_NSEC3PARAM, NSEC3PARAM_TTL_SECONDS, (fixed,), (_nsec3_prefix(spec).rstrip(),))
-    )
+    fixed, prefix = _nsec3_fixed(spec), _nsec3_prefix(spec)
+    owners[origin].append(RRs(_NSEC3PARAM, NSEC3PARAM_TTL_SECONDS, (fixed,), (prefix.rstrip(),)))
     entries: list[tuple[bytes, tuple[int, ...], Labels]] = []
     cuts = shape.cuts
     for name in (*shape.authoritative, *shape.empty_non_terminals):  # order: by hash, below
@@ -162,16 +170,14 @@ def add_nsec3_chain(
     # Each hash is written twice: as its NSEC3's owner, and as the previous one's next.
     labels = [b32hex_label(digest) for digest, _, _ in entries]
     bitmaps: dict[tuple[int, ...], Bitmap] = {}
-    prefix = _nsec3_prefix(spec)
     added = []
     count = len(entries)
     for index, (_, present, name) in enumerate(entries):
         following = index + 1 if index + 1 < count else 0
         bitmap = bitmaps.get(present) or bitmaps.setdefault(present, Bitmap.of(present))
         owner = (labels[index].encode("ascii"), *origin)
-        next_digest = entries[following][0]
-        wire = b"".join((fixed, bytes((len(next_digest),)), next_digest, bitmap.wire))
-        owners[owner] = [RRs(_NSEC3, ttl, (wire,), (prefix + labels[following] + bitmap.text,))]
+        next_hash = (entries[following][0], labels[following])
+        owners[owner] = [_nsec3(fixed, prefix, next_hash, bitmap, ttl)]
         added.append(owner)
         if sources is not None:
             sources[owner] = name
@@ -227,9 +233,18 @@ def nsec3_owner(digest: bytes, origin: Labels) -> Labels:
 
 def nsec3_rrs(following: bytes, bitmap: Bitmap, ttl: int, spec: DNSSECSpec) -> RRs:
     """One NSEC3 rrset (next hashed owner ``following``, types ``bitmap``)."""
-    text = _nsec3_prefix(spec) + b32hex_label(following) + bitmap.text
-    wire = _nsec3_fixed(spec) + bytes((len(following),)) + following + bitmap.wire
-    return RRs(_NSEC3, ttl, (wire,), (text,))
+    next_hash = (following, b32hex_label(following))
+    return _nsec3(_nsec3_fixed(spec), _nsec3_prefix(spec), next_hash, bitmap, ttl)
+
+
+def _nsec3(
+    fixed: bytes, prefix: str, next_hash: tuple[bytes, str], bitmap: Bitmap, ttl: int
+) -> RRs:
+    """An NSEC3 rrset from its fixed fields (:func:`_nsec3_fixed`, :func:`_nsec3_prefix`),
+    the next hashed owner (digest and label) and the types."""
+    digest, label = next_hash
+    wire = b"".join((fixed, bytes((len(digest),)), digest, bitmap.wire))
+    return RRs(_NSEC3, ttl, (wire,), (prefix + label + bitmap.text,))
 
 
 def nsec_rrs(following: str, bitmap: Bitmap, ttl: int) -> RRs:
