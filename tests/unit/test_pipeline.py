@@ -7,6 +7,8 @@ from __future__ import annotations
 
 import dataclasses
 import json
+import threading
+from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
@@ -163,6 +165,47 @@ def test_commit_writes_the_log_first_then_state_then_outputs(workspace: Workspac
     assert commit(_ctx(workspace), dataclasses.replace(_writes(workspace, [], b"ds\n"))) == [
         str(workspace.log)  # the same bytes again: only the (appended) log is written
     ]
+
+
+def _meeting(name: str, met: threading.Event, other: threading.Event) -> Iterator[str]:
+    """A file's text that is written only once the other file's writing has begun."""
+    met.set()
+    if not other.wait(timeout=10):
+        raise AssertionError(f"{name} was written alone: the files are written one by one")
+    yield f"{name}\n"
+
+
+def test_commit_writes_the_output_files_side_by_side(workspace: Workspace) -> None:
+    zone_started, envelopes_started = threading.Event(), threading.Event()
+    writes = dataclasses.replace(
+        _writes(workspace, [], None),
+        zone_file=Text(_meeting("zone", zone_started, envelopes_started)),
+        envelopes_file=Text(_meeting("envelopes", envelopes_started, zone_started)),
+    )
+    commit(_ctx(workspace), writes)
+    zone_file, envelopes_file = output_paths(workspace.out, ZONE)
+    assert (zone_file.read_text(), envelopes_file.read_text()) == ("zone\n", "envelopes\n")
+
+
+def test_one_files_failed_write_leaves_the_whole_previous_set(workspace: Workspace) -> None:
+    commit(_ctx(workspace), _writes(workspace, [], b"ds\n"))
+    zone_file, envelopes_file = output_paths(workspace.out, ZONE)
+    before = (zone_file.read_text(), envelopes_file.read_text())
+
+    def failing() -> Iterator[str]:
+        yield "half a zone\n"
+        raise RenderError("the template failed", where="zone.j2")
+
+    writes = dataclasses.replace(
+        _writes(workspace, [], b"ds\n"),
+        zone_file=Text(failing()),
+        envelopes_file=Text(('{"handles": ["new"]}\n',)),
+    )
+    with pytest.raises(RenderError, match="the template failed"):
+        commit(_ctx(workspace), writes)
+    assert (zone_file.read_text(), envelopes_file.read_text()) == before
+    assert [p.name for p in workspace.out.rglob("*.tmp")] == []
+    assert not [t for t in threading.enumerate() if t.name.startswith("write ")]
 
 
 def test_a_check_run_writes_nothing_but_says_what_it_would(workspace: Workspace) -> None:

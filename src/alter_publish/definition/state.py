@@ -11,7 +11,6 @@ from __future__ import annotations
 import dataclasses
 import hashlib
 import json
-import threading
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
@@ -20,6 +19,7 @@ from typing import Any, Protocol
 from alter_publish.definition.model import DNSSECSpec
 from alter_publish.errors import RenderError
 from alter_publish.fileio import Chunk, buffer_of
+from alter_publish.threads import soon
 
 INCEPTION_BACKDATE_SECONDS = 3600  # tolerate validators whose clocks run behind
 #: Renewals (RRSIGs and envelopes) are spread over slots of this length: each name falls
@@ -282,29 +282,7 @@ def zone_sha256_soon(parts: Sequence[str | Chunk]) -> Callable[[], str]:
         raises what the thread raised: ``TypeError`` for a part that is not a text or
         a chunk), so that no thread outlives its caller.
     """
-    done: list[str] = []
-    failed: list[BaseException] = []
-
-    def run() -> None:
-        try:
-            done.append(zone_sha256(parts))
-        except BaseException as exc:  # given to the caller, who decides
-            failed.append(exc)
-
-    worker = threading.Thread(target=run, name="zone-sha256", daemon=True)
-    try:
-        worker.start()
-    except RuntimeError:  # no thread can start (a task limit)
-        digest = zone_sha256(parts)
-        return lambda: digest
-
-    def result() -> str:
-        worker.join()
-        if failed:
-            raise failed[0]
-        return done[0]
-
-    return result
+    return soon(lambda: zone_sha256(parts), "zone-sha256")
 
 
 class KeyState(Protocol):
