@@ -51,6 +51,7 @@ def test_a_sign_that_changes_nothing_loads_no_signing_pipeline(
         "jinja2",
         "rich",  # progress bars: never with --json
         "pydantic",  # typer 0.29 validates every option with it (pyproject.toml pins <0.29)
+        "cryptography.x509",  # TLSA records' certificates only
     }
     assert not heavy & loaded, sorted(heavy & loaded)
 

@@ -16,7 +16,6 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from cryptography import x509
 from cryptography.hazmat.primitives import serialization
 from cryptography.hazmat.primitives.asymmetric.types import PublicKeyTypes
 
@@ -173,6 +172,8 @@ def _selected(kind: str, data: bytes, path: Path, selector: int) -> bytes | str:
     """The certificate's DER (selector 0) or the SubjectPublicKeyInfo DER (selector 1)."""
     public: PublicKeyTypes
     if kind == "cert":
+        from cryptography import x509  # here: 10 ms of every start, for TLSA records only
+
         try:
             certificate = (
                 x509.load_pem_x509_certificate(data)

@@ -12,7 +12,6 @@ import hashlib
 from dataclasses import dataclass
 from enum import IntEnum
 
-from cryptography import x509
 from cryptography.hazmat.primitives import serialization
 
 __all__ = [
@@ -87,6 +86,8 @@ def certificate_spki(certificate_der: bytes) -> bytes:
     Raises:
         ValueError: not a DER X.509 certificate.
     """
+    from cryptography import x509  # here: 10 ms of every start, for TLSA records only
+
     certificate = x509.load_der_x509_certificate(certificate_der)
     return certificate.public_key().public_bytes(
         serialization.Encoding.DER, serialization.PublicFormat.SubjectPublicKeyInfo
@@ -115,6 +116,8 @@ def data_for_certificate(certificate_der: bytes, selector: int, matching: int) -
         ValueError: not a certificate, or an unknown selector or matching type.
     """
     if selector == Selector.CERT:
+        from cryptography import x509  # here: 10 ms of every start, for TLSA records only
+
         x509.load_der_x509_certificate(certificate_der)  # a certificate, not any bytes
         return association_data(certificate_der, matching)
     if selector == Selector.SPKI:
