@@ -10,7 +10,9 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from alter_publish.pipeline.fingerprint import (
+    DigestMemo,
     Fingerprint,
+    inputs_for,
     joined_handle_keys,
     split_handle_keys,
 )
@@ -75,3 +77,39 @@ def test_a_damaged_record_reads_as_none(tmp_path: Path, damage: object) -> None:
     assert damaged != text
     path.write_text(damaged)
     assert Fingerprint.read(path) is None
+
+
+def test_a_digest_made_ready_early_is_of_the_files_as_they_are_when_asked(
+    tmp_path: Path,
+) -> None:
+    log, state, zone = (tmp_path / name for name in ("log", "state", "zone"))
+    for path in (log, state, zone):
+        path.write_text(f"{path.name} before\n")
+    digests: DigestMemo = {}
+    inputs = inputs_for(
+        tmp_path / "zone.yaml",
+        templates=tmp_path,
+        content_files=(log, state),
+        zone_keys_dir=str(tmp_path / "keys"),
+        handle_keys=(("/keys/a", 1),),
+        outputs=(zone,),
+        options="out",
+        definition_text="zone: a.example\n",
+        digests=digests,
+    )
+    later = inputs.digest_later("k")
+    assert any(key[0] == str(log) for key in digests)  # the log hashed already
+    state.write_text("state rewritten after the outputs' switch\n")
+    zone.unlink()
+    zone.write_text("zone after\n")  # a new file: another inode
+    assert later() == inputs.digest("k")
+    assert later() != inputs_for(
+        tmp_path / "zone.yaml",
+        templates=tmp_path,
+        content_files=(log,),
+        zone_keys_dir=str(tmp_path / "keys"),
+        handle_keys=(("/keys/a", 1),),
+        outputs=(zone,),
+        options="out",
+        definition_text="zone: a.example\n",
+    ).digest("k")

@@ -208,6 +208,33 @@ def test_one_files_failed_write_leaves_the_whole_previous_set(workspace: Workspa
     assert not [t for t in threading.enumerate() if t.name.startswith("write ")]
 
 
+def test_the_work_given_to_do_meanwhile_is_done_while_the_outputs_are_written(
+    workspace: Workspace,
+) -> None:
+    done_meanwhile, zone_started = threading.Event(), threading.Event()
+    writes = dataclasses.replace(
+        _writes(workspace, [], None),
+        zone_file=Text(_meeting("zone", zone_started, done_meanwhile)),
+    )
+    commit(_ctx(workspace), writes, meanwhile=done_meanwhile.set)
+    zone_file, _ = output_paths(workspace.out, ZONE)
+    assert zone_file.read_text() == "zone\n"
+
+
+def test_work_done_meanwhile_that_fails_switches_no_output(workspace: Workspace) -> None:
+    commit(_ctx(workspace), _writes(workspace, [], b"ds\n"))
+    zone_file, _ = output_paths(workspace.out, ZONE)
+
+    def failing() -> None:
+        raise RenderError("the record failed", where="memo")
+
+    writes = dataclasses.replace(_writes(workspace, [], b"ds\n"), zone_file=Text(("new\n",)))
+    with pytest.raises(RenderError, match="the record failed"):
+        commit(_ctx(workspace), writes, meanwhile=failing)
+    assert zone_file.read_text() == "zone 1\nzone 2\n"
+    assert not [t for t in threading.enumerate() if t.name.startswith("write ")]
+
+
 def test_a_check_run_writes_nothing_but_says_what_it_would(workspace: Workspace) -> None:
     events: list[tuple[str, bool]] = []
     written = commit(_ctx(workspace, check=True), _writes(workspace, events, b"ds\n"))

@@ -64,9 +64,13 @@ class Writes:
     publication: Publication | None = None
 
 
-def commit(ctx: RunContext, writes: Writes) -> list[str]:
+def commit(
+    ctx: RunContext, writes: Writes, meanwhile: Callable[[], object] | None = None
+) -> list[str]:
     """Write the log, then the serial state, then the outputs (with ``ctx.check``: nothing,
-    but say what would be written).
+    but say what would be written). ``meanwhile``, work that writes no file (the run's
+    record, made ready), is done while the outputs' files are written; it may not be
+    done at all (nothing to write, or a check), so its caller sees to that.
 
     Returns:
         What was (or would be) written.
@@ -76,10 +80,10 @@ def commit(ctx: RunContext, writes: Writes) -> list[str]:
     """
     # Ctrl-C and SIGTERM wait until the zone's log, state and outputs are all written.
     with deferred_interrupts():
-        return _commit(ctx, writes)
+        return _commit(ctx, writes, meanwhile)
 
 
-def _commit(ctx: RunContext, writes: Writes) -> list[str]:
+def _commit(ctx: RunContext, writes: Writes, meanwhile: Callable[[], object] | None) -> list[str]:
     dry_run = ctx.check
     write = content_differs if dry_run else atomic_write_bytes
     written: list[str] = []
@@ -104,7 +108,7 @@ def _commit(ctx: RunContext, writes: Writes) -> list[str]:
         _durable({writes.log_path.parent, state_path.parent})
     if dry_run:
         return written + _would_write(outputs, writes)
-    switched = _switch(outputs, writes)
+    switched = _switch(outputs, writes, meanwhile)
     if state.previous_zone_sha256 is not None:  # the outputs hold the new zone now
         atomic_write_bytes(state_path, state.switched().to_text().encode())
     return written + switched
@@ -164,9 +168,12 @@ def _differs(path: Path, content: Text | Chunks | bytes) -> bool:
     return content_differs(path, content)
 
 
-def _switch(outputs: OutputSet, writes: Writes) -> list[str]:
+def _switch(
+    outputs: OutputSet, writes: Writes, meanwhile: Callable[[], object] | None
+) -> list[str]:
     """Write the files that changed into a new generation of the set (the others carried
-    over), then switch the whole set at once; nothing changed: the set stays.
+    over; ``meanwhile`` done while they are written), then switch the whole set at once;
+    nothing changed: the set stays.
 
     Raises:
         RenderError: a file cannot be written, or the set cannot be switched.
@@ -182,7 +189,11 @@ def _switch(outputs: OutputSet, writes: Writes) -> list[str]:
             for name, content in _contents(outputs, writes).items()
             if content is not None and content != b""
         }
-        done = dict(zip(writing, wait_all(list(writing.values())), strict=True))
+        try:
+            if writing and meanwhile is not None:
+                meanwhile()
+        finally:  # every writer ends before anything is raised
+            done = dict(zip(writing, wait_all(list(writing.values())), strict=True))
         for name, content in _contents(outputs, writes).items():
             if content == b"":  # a DS left at the registrar for an unsigned zone makes it
                 if staging.previous_path(name).exists():  # bogus: none is offered

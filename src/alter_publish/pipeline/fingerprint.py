@@ -21,13 +21,14 @@ from __future__ import annotations
 
 import array
 import base64
+import functools
 import hashlib
 import itertools
 import json
 import operator
 import os
 import sys
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -161,6 +162,14 @@ class Inputs:
     def digest(self, keys_digest: str) -> str:
         """SHA-256 over every tracked input and output (``keys_digest``: the
         :func:`lines_digest` of the :func:`handle_key_lines` of ``handle_keys``)."""
+        return self.digest_later(keys_digest)()
+
+    def digest_later(self, keys_digest: str) -> Callable[[], str]:
+        """:meth:`digest`, with the work that the files a run writes last cannot change
+        done now (the handle keys' and the definition's lines; with a memo of content
+        digests, the content files hashed as they are now): the function it gives makes
+        the digest of the files as they are when it is called. A run calls this while
+        its outputs are written, and the function once they are."""
         dirs, epochs = split_handle_keys(self.handle_keys)
         keys = f"{json.dumps(dirs)}\n{epochs}\n{keys_digest}\n"
         if self.definition_text is None:
@@ -168,7 +177,10 @@ class Inputs:
         else:
             digest = hashlib.sha256(self.definition_text.encode()).hexdigest()
             definition = f"{self.definition} {digest}\n"
-        return self._digest(definition, keys)
+        if self.digests is not None:  # what has not changed by then is looked up, not hashed
+            for path in self.content_files:
+                _content_line(path, self.digests)
+        return functools.partial(self._digest, definition, keys)
 
     def base_digest(self, header: str) -> str:
         """SHA-256 over everything but the definition's handle entries and the handle

@@ -98,22 +98,29 @@ class Memo:
     envelopes_serial_at: int
     keys_mark: Mark = NO_JOURNAL
 
-    def to_bytes(self) -> bytes:
+    def to_bytes(self, sections: Sequence[bytes] | None = None) -> bytes:
         """The memo's bytes: a JSON line of the small fields and each section's length,
         then the sections (texts joined, integers as little-endian 64-bit), so that
-        100,000 handles' texts and offsets are neither escaped nor parsed one by one."""
+        100,000 handles' texts and offsets are neither escaped nor parsed one by one.
+        ``sections``: :meth:`sections` of a memo that differs from this one at most in
+        the small fields (made while the outputs were written)."""
         head: dict[str, Any] = {"format": MEMO_FORMAT}
-        sections: list[bytes] = []
         for name in self.__slots__:
-            value = getattr(self, name)
-            if name in _TEXTS:
-                sections.append(_TEXTS[name].join(value).encode())
-            elif name in _INTEGERS:
-                sections.append(_packed(value))
-            else:
+            if name not in _TEXTS and name not in _INTEGERS:
+                value = getattr(self, name)
                 head[name] = value.to_text() if isinstance(value, Mark) else value
-        head["sections"] = [len(section) for section in sections]
-        return b"".join([json.dumps(head, separators=(",", ":")).encode(), b"\n", *sections])
+        made = self.sections() if sections is None else sections
+        head["sections"] = [len(section) for section in made]
+        return b"".join([json.dumps(head, separators=(",", ":")).encode(), b"\n", *made])
+
+    def sections(self) -> list[bytes]:
+        """The sections' bytes, in :data:`_SECTIONS` order: the bulk of :meth:`to_bytes`."""
+        return [
+            _TEXTS[name].join(getattr(self, name)).encode()
+            if name in _TEXTS
+            else _packed(getattr(self, name))
+            for name in _SECTIONS
+        ]
 
     @classmethod
     def read(cls, path: Path) -> Memo | None:
@@ -205,13 +212,13 @@ class Memo:
                     return False
         return True
 
-    def write(self, path: Path) -> None:
-        """Write the memo atomically.
+    def write(self, path: Path, sections: Sequence[bytes] | None = None) -> None:
+        """Write the memo atomically (``sections``: as for :meth:`to_bytes`).
 
         Raises:
             RenderError: it cannot be written.
         """
-        atomic_write_bytes(path, self.to_bytes(), error=RenderError)
+        atomic_write_bytes(path, self.to_bytes(sections), error=RenderError)
 
 
 def _ascending(values: Sequence[int]) -> bool:

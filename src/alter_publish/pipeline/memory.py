@@ -5,7 +5,7 @@
 from __future__ import annotations
 
 import dataclasses
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -109,6 +109,21 @@ def write_fingerprint(
 ) -> None:
     """Record a proven, written run of ``spec`` (see :mod:`fingerprint`); ``keys``: the
     lines of its ``handle_keys``."""
+    fingerprint_later(ctx, spec, source, handle_keys, keys, span, summary)()
+
+
+def fingerprint_later(
+    ctx: RunContext,
+    spec: ZoneSpec,
+    source: str,
+    handle_keys: tuple[tuple[str, int], ...],
+    keys: KeyLines,
+    span: tuple[int, int],
+    summary: Mapping[str, Any],
+) -> Callable[[], None]:
+    """:func:`write_fingerprint` in two steps: what the run's last writes cannot change is
+    made now (:meth:`Inputs.digest_later`); the function it gives makes the rest and
+    writes the record. Call it once the outputs and the state are written."""
     zone_keys_dir = str(ctx.keys.zones.directory(spec.origin))
     inputs = fingerprint_inputs(
         ctx,
@@ -120,17 +135,47 @@ def write_fingerprint(
         tls_files=[str(name) for name in summary.get("tls_files", ())],
     )
     keys_digest = lines_digest(keys.lines)
-    Fingerprint(
-        digest=inputs.digest(keys_digest),
-        valid_from=span[0],
-        valid_until=span[1],
-        zone=spec.origin,
-        zone_keys_dir=zone_keys_dir,
-        handle_keys=handle_keys,
-        summary=summary,
-        keys_digest=keys_digest,
-        keys_mark=keys.mark,
-    ).write(fingerprint_path(ctx.out, spec.path))
+    digest = inputs.digest_later(keys_digest)
+
+    def write() -> None:
+        Fingerprint(
+            digest=digest(),
+            valid_from=span[0],
+            valid_until=span[1],
+            zone=spec.origin,
+            zone_keys_dir=zone_keys_dir,
+            handle_keys=handle_keys,
+            summary=summary,
+            keys_digest=keys_digest,
+            keys_mark=keys.mark,
+        ).write(fingerprint_path(ctx.out, spec.path))
+
+    return write
+
+
+def patch_record_later(
+    ctx: RunContext,
+    spec: ZoneSpec,
+    entries: Entries,
+    handle_keys: tuple[tuple[str, int], ...],
+    keys: KeyLines,
+    span: tuple[int, int],
+    summary: Mapping[str, Any],
+    memo: Memo,
+) -> Callable[[], None]:
+    """The fingerprint (:func:`fingerprint_later`) and ``memo`` (its key lines ``keys``)
+    of a patched run, made ready while its outputs are written: the memo's sections now,
+    its base digest (of the outputs) by the function it gives, which writes both."""
+    fingerprint = fingerprint_later(ctx, spec, entries.text, handle_keys, keys, span, summary)
+    memo = dataclasses.replace(memo, keys=keys.lines, keys_mark=keys.mark)
+    sections = memo.sections()
+
+    def write() -> None:
+        fingerprint()
+        digest = base_digest(ctx, spec.path, spec.origin, entries)
+        dataclasses.replace(memo, base=digest).write(memo_path(ctx.out, spec.path), sections)
+
+    return write
 
 
 def tls_files(spec: ZoneSpec) -> list[str]:

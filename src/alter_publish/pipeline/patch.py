@@ -14,7 +14,7 @@ import operator
 import re
 import struct
 import time
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -56,17 +56,15 @@ from alter_publish.pipeline.incremental import (
     Edit,
     Memo,
     apply_edits,
-    memo_path,
     next_olds,
     placed,
     respliced,
     shift,
 )
 from alter_publish.pipeline.memory import (
-    base_digest,
     envelope_due,
+    patch_record_later,
     valid_span,
-    write_fingerprint,
 )
 from alter_publish.pipeline.patchbase import PatchBase, patch_base, proof_answerer, prove_patch
 from alter_publish.pipeline.patchrenew import header_window, renewal, renewed
@@ -513,9 +511,17 @@ class Patched:
         written: list[str] = []
         if committed:
             with self.watch.stage("write"):
-                written = commit(ctx, self._writes())
-                if not ctx.check:
-                    self._remember(ctx)
+                if ctx.check:
+                    written = commit(ctx, self._writes())
+                else:
+                    keys, record = self._recorded_keys(ctx), list[Callable[[], None]]()
+
+                    def prepare() -> None:  # while the outputs are written (0.1 s of 1.3 s)
+                        with contextlib.suppress(Exception):  # made again below, failing there
+                            record.append(self._remember_later(ctx, keys))
+
+                    written = commit(ctx, self._writes(), prepare)
+                    (record[0] if record else self._remember_later(ctx, keys))()
         chain, summary = self.chained.chain, self._summary()
         return zone_result(
             ctx.out,
@@ -579,33 +585,31 @@ class Patched:
             publication=self.publication,
         )
 
-    def _remember(self, ctx: RunContext) -> None:
-        """The fingerprint and memo of the run the patch makes."""
+    def _recorded_keys(self, ctx: RunContext) -> KeyLines:
+        """The key lines the run's record keeps (taken before the outputs are written:
+        many are taken by forked workers, and the writers are threads)."""
+        base = self.base
+        # The signed handles' key lines before this run loaded their keys ("": added).
+        before = {
+            i: "" if (o := base.olds[i]) is None else base.keys.lines[o] for i in base.changed
+        }
+        taken = KeyLines(self.handle_lines, base.keys.mark)
+        root, origin = ctx.keys.root, self.spec.origin
+        return recorded_key_lines(root, origin, self.handle_keys, taken, before, jobs=ctx.jobs)
+
+    def _remember_later(self, ctx: RunContext, keys: KeyLines) -> Callable[[], None]:
+        """The fingerprint and memo of the run the patch makes, made ready
+        (:func:`patch_record_later`); the function it gives writes them."""
         spec, record = self.spec, self.base.record
         # From when the envelopes patched in are reused, within the last run's (a little
         # late, never early: a run before at worst goes in full); until one falls due.
         valid_from, valid_until = valid_span(self.chained.chain.signed, self.state.signatures, spec)
         until = min(valid_until, min(self.memo.dues, default=valid_until))
         span = (max(record.valid_from, valid_from), until)
-        summary = self._summary()
-        entries = self.base.entries
-        base = self.base
-        # The signed handles' key lines before this run loaded their keys ("": added).
-        before = {
-            i: "" if (o := base.olds[i]) is None else base.keys.lines[o] for i in base.changed
-        }
-        keys = recorded_key_lines(
-            ctx.keys.root,
-            spec.origin,
-            self.handle_keys,
-            KeyLines(self.handle_lines, base.keys.mark),
-            before,
-            jobs=ctx.jobs,
+        entries, summary = self.base.entries, self._summary()
+        return patch_record_later(
+            ctx, spec, entries, self.handle_keys, keys, span, summary, self.memo
         )
-        write_fingerprint(ctx, spec, entries.text, self.handle_keys, keys, span, summary)
-        digest = base_digest(ctx, spec.path, spec.origin, entries)
-        memo = dataclasses.replace(self.memo, base=digest, keys=keys.lines, keys_mark=keys.mark)
-        memo.write(memo_path(ctx.out, spec.path))
 
 
 def _source(old: Bytes) -> MappedFile | memoryview:
