@@ -14,12 +14,13 @@ T = TypeVar("T")
 
 def soon(work: Callable[[], T], name: str) -> Callable[[], T]:
     """Start ``work`` in a (daemon) thread called ``name``; no thread to spare (a task
-    limit): it is done now.
+    limit): it is done now. This never raises what ``work`` raises: the function it
+    gives does, so that a caller starting several can wait for each (:func:`wait_all`).
 
     Returns:
         A function that waits for the work and gives its result, or raises what it
         raised. Call it on every path, errors included, so that no thread outlives the
-        run that started it (:func:`wait_all`).
+        run that started it.
     """
     done: list[T] = []
     failed: list[BaseException] = []
@@ -33,12 +34,14 @@ def soon(work: Callable[[], T], name: str) -> Callable[[], T]:
     worker = threading.Thread(target=run, name=name, daemon=True)
     try:
         worker.start()
+        started = True
     except RuntimeError:  # no thread can start
-        result = work()
-        return lambda: result
+        started = False
+        run()
 
     def result_of() -> T:
-        worker.join()
+        if started:
+            worker.join()
         if failed:
             raise failed[0]
         return done[0]
@@ -48,14 +51,21 @@ def soon(work: Callable[[], T], name: str) -> Callable[[], T]:
 
 def wait_all(pending: Sequence[Callable[[], T]]) -> list[T]:
     """Wait for every one of ``pending`` (made by :func:`soon`), then give their results
-    in order, or raise the first error (after all have ended)."""
+    in order.
+
+    Raises:
+        BaseException: the first error any of them raised, once all have ended (the
+            others' are added to it as notes).
+    """
     results: list[T] = []
-    first: BaseException | None = None
+    errors: list[BaseException] = []
     for wait in pending:
         try:
             results.append(wait())
         except BaseException as exc:  # every thread is waited for first
-            first = first or exc
-    if first is not None:
-        raise first
+            errors.append(exc)
+    if errors:
+        for other in errors[1:]:
+            errors[0].add_note(f"also: {type(other).__name__}: {other}")
+        raise errors[0]
     return results

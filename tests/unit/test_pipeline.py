@@ -25,11 +25,13 @@ from alter_publish.format.identitylog import log_path_for, read_log
 from alter_publish.keys.lifecycle import LogIndex
 from alter_publish.keys.store import KeyStore
 from alter_publish.pipeline import default_templates_dir, output_paths, sign
+from alter_publish.pipeline import patch as patch_module
 from alter_publish.pipeline.build import find_layout, render
 from alter_publish.pipeline.chain import LoadedKey, decide
 from alter_publish.pipeline.commit import Text, Writes, commit
 from alter_publish.pipeline.context import RunContext, ZoneStart
 from alter_publish.pipeline.full import Loaded, Planned, full
+from alter_publish.pipeline.memory import patch_record_later
 from alter_publish.pipeline.patch import Patched, patched
 from alter_publish.pipeline.plan import plan_zone
 from alter_publish.pipeline.reports import Stopwatch
@@ -334,6 +336,30 @@ def test_patched_takes_just_the_handle_edited(workspace: Workspace) -> None:
     result = run.commit(ctx, True)
     assert result.patched == ("~drew",)
     assert "https://example.com/d" in ws.rendered.read_text()
+
+
+def test_a_patchs_record_that_could_not_be_made_ready_is_made_after_its_outputs(
+    workspace: Workspace, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    ws = _signed(workspace)
+    _edit_drew(ws)
+    ctx = _ctx(ws, now=NOW + MINUTE)
+    run = patched(ctx, ZoneStart.read(ctx, ws.zone_file))
+    assert isinstance(run, Patched)
+    made = patch_record_later
+    calls: list[bool] = []
+
+    def fails_once(*args: Any) -> Any:
+        calls.append(True)
+        if len(calls) == 1:  # while the outputs are written
+            raise RenderError("not ready", where="memo")
+        return made(*args)
+
+    monkeypatch.setattr(patch_module, "patch_record_later", fails_once)
+    run.commit(ctx, True)
+    assert len(calls) == 2  # failed meanwhile, then made after the switch
+    later = _ctx(ws, now=NOW + MINUTE)
+    assert unchanged(later, ZoneStart.read(later, ws.zone_file)) is not None
 
 
 def test_a_patch_proves_on_forked_workers(

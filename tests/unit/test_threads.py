@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import threading
 import time
+from collections.abc import Callable
 
 import pytest
 
@@ -52,3 +53,43 @@ def test_with_no_thread_to_spare_the_work_is_done_at_once(
     result = soon(work, "refused")
     assert done == ["now"]
     assert result() == "result"
+
+
+def test_work_done_at_once_that_fails_raises_only_when_waited_for(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    started = threading.Event()
+
+    def first() -> str:
+        started.wait(timeout=10)
+        return "first"
+
+    waiting = soon(first, "first")  # started before threads ran out
+    original = threading.Thread.start
+
+    def refused(self: threading.Thread) -> None:
+        raise RuntimeError("can't start new thread")
+
+    monkeypatch.setattr("threading.Thread.start", refused)
+
+    def broken() -> str:
+        raise ValueError("broken")
+
+    failing = soon(broken, "broken")  # done at once: its error waits for the caller
+    monkeypatch.setattr("threading.Thread.start", original)
+    started.set()
+    with pytest.raises(ValueError, match="broken"):
+        wait_all([waiting, failing])
+    assert not [t for t in threading.enumerate() if t.name == "first"]
+
+
+def test_the_errors_after_the_first_are_kept_as_its_notes() -> None:
+    def broken(what: str) -> Callable[[], str]:
+        def work() -> str:
+            raise ValueError(what)
+
+        return work
+
+    with pytest.raises(ValueError, match="one") as raised:
+        wait_all([soon(broken("one"), "one"), soon(broken("two"), "two")])
+    assert raised.value.__notes__ == ["also: ValueError: two"]

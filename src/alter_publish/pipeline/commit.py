@@ -77,6 +77,7 @@ def commit(
 
     Raises:
         RenderError: a file cannot be written or a stale DS file removed.
+        Exception: what ``meanwhile`` raised (then no output is switched).
     """
     # Ctrl-C and SIGTERM wait until the zone's log, state and outputs are all written.
     with deferred_interrupts():
@@ -183,7 +184,7 @@ def _switch(
     try:
         # The files are written side by side, one thread each: the kernel's copies and
         # fsyncs let go of the interpreter's lock (at 100,000 handles a zone of 127 MB
-        # and envelopes of 208 MB).
+        # and envelopes of 208 MB). When one fails the others still run to their end.
         writing = {
             name: soon(partial(_write, staging, name, content), f"write {name}")
             for name, content in _contents(outputs, writes).items()

@@ -123,7 +123,11 @@ def fingerprint_later(
 ) -> Callable[[], None]:
     """:func:`write_fingerprint` in two steps: what the run's last writes cannot change is
     made now (:meth:`Inputs.digest_later`); the function it gives makes the rest and
-    writes the record. Call it once the outputs and the state are written."""
+    writes the record. Call it once the outputs and the state are written.
+
+    Raises:
+        RenderError: (the function it gives) the record cannot be written.
+    """
     zone_keys_dir = str(ctx.keys.zones.directory(spec.origin))
     inputs = fingerprint_inputs(
         ctx,
@@ -165,7 +169,11 @@ def patch_record_later(
 ) -> Callable[[], None]:
     """The fingerprint (:func:`fingerprint_later`) and ``memo`` (its key lines ``keys``)
     of a patched run, made ready while its outputs are written: the memo's sections now,
-    its base digest (of the outputs) by the function it gives, which writes both."""
+    its base digest (of the outputs) by the function it gives, which writes both.
+
+    Raises:
+        RenderError: (the function it gives) the fingerprint or memo cannot be written.
+    """
     fingerprint = fingerprint_later(ctx, spec, entries.text, handle_keys, keys, span, summary)
     memo = dataclasses.replace(memo, keys=keys.lines, keys_mark=keys.mark)
     sections = memo.sections()
