@@ -359,6 +359,23 @@ def test_owner_entries_are_found_in_the_log_bytes(tmp_path: Path) -> None:
     assert (empty_raw, empty.entries) == (b"", ())
 
 
+@pytest.mark.parametrize("count", [3, 200], ids=["searched", "lines"])
+def test_owner_entries_are_those_of_the_whole_log_at_those_owners(
+    tmp_path: Path, count: int
+) -> None:
+    path = tmp_path / "z.log"
+    entries = [
+        LogEntry(f"{prefix}_alter.u{number % 97}.z.", f"v=alter1; {number}")
+        for number in range(300)
+        for prefix in ("", "x")
+    ]
+    path.write_text("".join(entry.to_line() for entry in entries))
+    owners = {f"_alter.u{number}.z." for number in range(count)}
+    raw, log = read_owner_entries(path, owners)
+    assert bytes(raw) == path.read_bytes()
+    assert log.entries == tuple(e for e in read_log(path).entries if e.owner in owners)
+
+
 def _document_reference(
     text: str, offsets: tuple[int, ...], texts: tuple[str, ...], indexes: list[int]
 ) -> str:

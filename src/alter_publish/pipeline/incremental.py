@@ -41,9 +41,6 @@ T = TypeVar("T")
 
 #: Above this share of changed handles a full run is as quick and simpler.
 PATCH_MAX_SHARE = 0.05
-#: Up to this many changed handles, their log entries are found by searching the log's
-#: bytes for each owner; above it the whole log is read.
-PATCH_OWNER_SCANS = 64
 
 
 def memo_path(out: Path, definition: Path) -> Path:

@@ -32,7 +32,6 @@ from alter_publish.format.identitylog import (
     MerkleTree,
     append_lines,
     log_path_for,
-    read_log,
     read_owner_entries,
 )
 from alter_publish.keys.lifecycle import (
@@ -52,7 +51,6 @@ from alter_publish.pipeline.commit import Chunks, Writes, commit
 from alter_publish.pipeline.context import ProvenRun, RunContext, ZoneStart
 from alter_publish.pipeline.fingerprint import KeyLines, handle_key_lines, recorded_key_lines
 from alter_publish.pipeline.incremental import (
-    PATCH_OWNER_SCANS,
     Edit,
     Memo,
     apply_edits,
@@ -106,11 +104,7 @@ def _chain(ctx: RunContext, base: PatchBase) -> _Chained | None:
     """
     spec = base.spec
     log_path = log_path_for(spec.path)
-    if len(spec.handles) <= PATCH_OWNER_SCANS:
-        raw_log, log = read_owner_entries(log_path, (h.owner for h in spec.handles))
-    else:
-        log = read_log(log_path)
-        raw_log = read_mapped(log_path) if log.entries else b""
+    raw_log, log = read_owner_entries(log_path, (h.owner for h in spec.handles))
     index = LogIndex(log)
     revocations = zone_revocations(spec, index, read_revocations(revocations_path_for(spec.path)))
     if any(item.new for item in revocations.values()):
