@@ -94,22 +94,8 @@ def record_fingerprint(ctx: RunContext, plan: ZonePlan, source: str) -> KeyLines
     summary |= spec.log.to_mapping()
     span = valid_span(plan.signed, plan.state.signatures, spec)
     keys = all_key_lines(ctx.keys.root, spec.origin, handle_keys, jobs=ctx.jobs)
-    write_fingerprint(ctx, spec, source, handle_keys, keys, span, summary)
-    return keys
-
-
-def write_fingerprint(
-    ctx: RunContext,
-    spec: ZoneSpec,
-    source: str,
-    handle_keys: tuple[tuple[str, int], ...],
-    keys: KeyLines,
-    span: tuple[int, int],
-    summary: Mapping[str, Any],
-) -> None:
-    """Record a proven, written run of ``spec`` (see :mod:`fingerprint`); ``keys``: the
-    lines of its ``handle_keys``."""
     fingerprint_later(ctx, spec, source, handle_keys, keys, span, summary)()
+    return keys
 
 
 def fingerprint_later(
@@ -121,8 +107,9 @@ def fingerprint_later(
     span: tuple[int, int],
     summary: Mapping[str, Any],
 ) -> Callable[[], None]:
-    """:func:`write_fingerprint` in two steps: what the run's last writes cannot change is
-    made now (:meth:`Inputs.digest_later`); the function it gives makes the rest and
+    """Record a proven, written run of ``spec`` (see :mod:`fingerprint`; ``keys``: the
+    lines of its ``handle_keys``) in two steps: what the run's last writes cannot change
+    is made now (:meth:`Inputs.digest_later`); the function it gives makes the rest and
     writes the record. Call it once the outputs and the state are written.
 
     Raises:
