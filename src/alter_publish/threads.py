@@ -12,10 +12,12 @@ from typing import TypeVar
 T = TypeVar("T")
 
 
-def soon(work: Callable[[], T], name: str) -> Callable[[], T]:
-    """Start ``work`` in a (daemon) thread called ``name``; no thread to spare (a task
-    limit): it is done now. This never raises what ``work`` raises: the function it
-    gives does, so that a caller starting several can wait for each (:func:`wait_all`).
+def soon(work: Callable[[], T], name: str, *, thread: bool = True) -> Callable[[], T]:
+    """Start ``work`` in a (daemon) thread called ``name``; without ``thread`` (work that
+    holds the interpreter's lock: a thread would only take turns with the caller's), or
+    with no thread to spare (a task limit), it is done now. This never raises what
+    ``work`` raises: the function it gives does, so that a caller starting several can
+    wait for each (:func:`wait_all`).
 
     Returns:
         A function that waits for the work and gives its result, or raises what it
@@ -33,10 +35,12 @@ def soon(work: Callable[[], T], name: str) -> Callable[[], T]:
 
     worker = threading.Thread(target=run, name=name, daemon=True)
     try:
-        worker.start()
-        started = True
+        if thread:
+            worker.start()
+        started = thread
     except RuntimeError:  # no thread can start
         started = False
+    if not started:
         run()
 
     def result_of() -> T:

@@ -28,7 +28,7 @@ from alter_publish.pipeline import default_templates_dir, output_paths, sign
 from alter_publish.pipeline import patch as patch_module
 from alter_publish.pipeline.build import find_layout, render
 from alter_publish.pipeline.chain import LoadedKey, decide
-from alter_publish.pipeline.commit import Text, Writes, commit
+from alter_publish.pipeline.commit import Chunks, Text, Writes, commit
 from alter_publish.pipeline.context import RunContext, ZoneStart
 from alter_publish.pipeline.full import Loaded, Planned, full
 from alter_publish.pipeline.memory import patch_record_later
@@ -169,24 +169,40 @@ def test_commit_writes_the_log_first_then_state_then_outputs(workspace: Workspac
     ]
 
 
-def _meeting(name: str, met: threading.Event, other: threading.Event) -> Iterator[str]:
-    """A file's text that is written only once the other file's writing has begun."""
+def _meeting(name: str, met: threading.Event, other: threading.Event) -> Iterator[bytes]:
+    """A file's bytes that are written only once the other file's writing has begun."""
     met.set()
     if not other.wait(timeout=10):
         raise AssertionError(f"{name} was written alone: the files are written one by one")
-    yield f"{name}\n"
+    yield f"{name}\n".encode()
 
 
-def test_commit_writes_the_output_files_side_by_side(workspace: Workspace) -> None:
+def test_commit_writes_a_patchs_output_files_side_by_side(workspace: Workspace) -> None:
     zone_started, envelopes_started = threading.Event(), threading.Event()
     writes = dataclasses.replace(
         _writes(workspace, [], None),
-        zone_file=Text(_meeting("zone", zone_started, envelopes_started)),
-        envelopes_file=Text(_meeting("envelopes", envelopes_started, zone_started)),
+        zone_file=Chunks(_meeting("zone", zone_started, envelopes_started)),
+        envelopes_file=Chunks(_meeting("envelopes", envelopes_started, zone_started)),
     )
     commit(_ctx(workspace), writes)
     zone_file, envelopes_file = output_paths(workspace.out, ZONE)
     assert (zone_file.read_text(), envelopes_file.read_text()) == ("zone\n", "envelopes\n")
+
+
+def test_text_is_rendered_in_the_callers_thread(workspace: Workspace) -> None:
+    where: list[str] = []
+
+    def rendered(name: str) -> Iterator[str]:
+        where.append(threading.current_thread().name)
+        yield f"{name}\n"
+
+    writes = dataclasses.replace(
+        _writes(workspace, [], None),
+        zone_file=Text(rendered("zone")),
+        envelopes_file=Text(rendered("envelopes")),
+    )
+    commit(_ctx(workspace), writes)
+    assert where == [threading.main_thread().name] * 2
 
 
 def test_one_files_failed_write_leaves_the_whole_previous_set(workspace: Workspace) -> None:
@@ -216,7 +232,7 @@ def test_the_work_given_to_do_meanwhile_is_done_while_the_outputs_are_written(
     done_meanwhile, zone_started = threading.Event(), threading.Event()
     writes = dataclasses.replace(
         _writes(workspace, [], None),
-        zone_file=Text(_meeting("zone", zone_started, done_meanwhile)),
+        zone_file=Chunks(_meeting("zone", zone_started, done_meanwhile)),
     )
     commit(_ctx(workspace), writes, meanwhile=done_meanwhile.set)
     zone_file, _ = output_paths(workspace.out, ZONE)

@@ -182,11 +182,17 @@ def _switch(
     staging = outputs.stage()
     written: list[str] = []
     try:
-        # The files are written side by side, one thread each: the kernel's copies and
-        # fsyncs let go of the interpreter's lock (at 100,000 handles a zone of 127 MB
-        # and envelopes of 208 MB). When one fails the others still run to their end.
+        # A patch's files are written side by side, one thread each: the kernel's copies
+        # and fsyncs let go of the interpreter's lock (at 100,000 handles a zone of
+        # 127 MB and envelopes of 208 MB). Text is rendered here, one file after the
+        # other: two renderings in threads only take turns with the lock (a full run's
+        # write stage took 0.3-0.7 s longer). When one fails the others still run.
         writing = {
-            name: soon(partial(_write, staging, name, content), f"write {name}")
+            name: soon(
+                partial(_write, staging, name, content),
+                f"write {name}",
+                thread=isinstance(content, Chunks),
+            )
             for name, content in _contents(outputs, writes).items()
             if content is not None and content != b""
         }
