@@ -461,9 +461,10 @@ def test_a_log_rewritten_in_place_while_a_patch_reads_it_is_not_copied(tmp_path:
     assert path.read_bytes() == edited
 
 
-def test_a_log_that_is_not_ascii_is_refused_by_the_patch_reader(tmp_path: Path) -> None:
+@pytest.mark.parametrize("count", [1, 100], ids=["searched", "lines"])
+def test_a_log_that_is_not_ascii_is_refused_by_the_patch_reader(tmp_path: Path, count: int) -> None:
     path = tmp_path / "z.log"
     entries = [LogEntry(f"_alter.u{n}.z.", f"v=alter1; {n:0200}") for n in range(2000)]
     path.write_bytes("".join(entry.to_line() for entry in entries).encode() + "é\n".encode())
     with pytest.raises(RenderError, match="log is not ASCII"):
-        read_owner_entries(path, ["_alter.u7.z."])
+        read_owner_entries(path, [f"_alter.u{n}.z." for n in range(count)])

@@ -1,4 +1,5 @@
-"""The zone digest made in a thread (``definition.state.zone_sha256_soon``)."""
+"""The zone digest made in a thread (``definition.state.zone_sha256_soon``); the thread
+itself, and what happens when none can start: tests/unit/test_threads.py."""
 
 from __future__ import annotations
 
@@ -10,7 +11,6 @@ from typing import Any
 import pytest
 
 from alter_publish.definition.state import zone_sha256_soon
-from alter_publish.fileio import Chunk
 
 
 class _Held(list[Any]):
@@ -37,14 +37,3 @@ def test_what_the_thread_raised_is_raised_when_the_digest_is_asked_for() -> None
     result = zone_sha256_soon(["a", 17])  # type: ignore[list-item]  # not a text or chunk
     with pytest.raises(TypeError):
         result()
-
-
-def test_with_no_thread_to_spare_the_digest_is_made_at_once(
-    monkeypatch: pytest.MonkeyPatch,
-) -> None:
-    def refused(self: object) -> None:
-        raise RuntimeError("can't start new thread")
-
-    monkeypatch.setattr("threading.Thread.start", refused)
-    parts: list[Chunk | str] = ["zone text\n", memoryview(b"more\n")]
-    assert zone_sha256_soon(parts)() == hashlib.sha256(b"zone text\nmore\n").hexdigest()

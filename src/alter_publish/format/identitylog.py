@@ -193,12 +193,15 @@ def read_owner_entries(path: Path, owners: Iterable[str]) -> tuple[Bytes, Identi
         return b"", IdentityLog(path=path, entries=())
     except OSError as exc:
         raise RenderError(f"cannot read log: {exc.strerror}", where=str(path)) from exc
+    wanted = set(owners)
+    if len(wanted) > OWNER_SCANS:  # the whole log's bytes copied once, checked, then split
+        data = raw[:]
+        if not data.isascii():
+            raise RenderError("log is not ASCII", where=str(path))
+        return raw, IdentityLog(path=path, entries=tuple(_entries_at(data, wanted)))
     step = 1 << 24  # a mapped file's bytes copied a slice at a time: isascii runs in C
     if not all(raw[at : at + step].isascii() for at in range(0, len(raw), step)):
         raise RenderError("log is not ASCII", where=str(path))
-    wanted = set(owners)
-    if len(wanted) > OWNER_SCANS:
-        return raw, IdentityLog(path=path, entries=tuple(_entries_at(raw[:], wanted)))
     found: list[tuple[int, LogEntry]] = []
     for owner in wanted:
         prefix = f"{owner} ".encode("ascii")
