@@ -226,12 +226,14 @@ def _replace(
     error: type[AlterError],
     keep_if_same: bool,
     reference: Path | None = None,
+    hold: Callable[[], object] | None = None,
 ) -> bool:
     """Write ``chunks`` to a temporary file beside ``path`` (fsync), then rename it over
     ``path``; with ``keep_if_same``, compare with the file in place on the way and keep
     that one (unchanged, mtime and all) when the bytes and mode are the same.
     ``reference`` is the file compared instead of ``path`` (then nothing is kept: the
-    caller links it).
+    caller links it). ``hold`` is called once the bytes are written, before they are
+    synced: a writer may wait there (what it raises drops the file).
 
     Returns:
         True when ``path`` was replaced.
@@ -262,6 +264,8 @@ def _replace(
             if old is not None:
                 same = same and old.read(1) == b""
                 old.close()
+            if hold is not None:
+                hold()
             if not same:
                 os.fchmod(handle.fileno(), mode)
                 handle.flush()
@@ -385,10 +389,11 @@ def write_compared(
     mode: int = PUBLIC_MODE,
     error: type[AlterError] = RenderError,
     compare: bool = True,
+    hold: Callable[[], object] | None = None,
 ) -> bool:
     """Write ``content`` (text parts, or byte chunks) to ``path`` (atomically) unless it
     holds what ``reference`` holds; without ``compare`` (the caller knows they differ)
-    it is written unread.
+    it is written unread. ``hold``: as for :func:`_replace`.
 
     Returns:
         True when ``path`` was written; False when ``reference`` holds the same bytes
@@ -398,7 +403,9 @@ def write_compared(
         AlterError: (``error``, RenderError by default) the file could not be written.
     """
     chunks = _as_chunks(content)
-    return _replace(path, chunks, mode=mode, error=error, keep_if_same=compare, reference=reference)
+    return _replace(
+        path, chunks, mode=mode, error=error, keep_if_same=compare, reference=reference, hold=hold
+    )
 
 
 def _as_chunks(content: str | Iterable[str] | Iterable[Chunk]) -> Iterator[Chunk]:

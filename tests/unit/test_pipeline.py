@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import dataclasses
 import json
+import os
 import threading
 from collections.abc import Iterator
 from pathlib import Path
@@ -19,7 +20,7 @@ from alter_publish import parallel
 from alter_publish.definition.model import load_zone
 from alter_publish.definition.state import SerialState, state_path_for
 from alter_publish.dns.zonetext import parse_zone_text
-from alter_publish.errors import RenderError
+from alter_publish.errors import AlterError, RenderError
 from alter_publish.format.ed25519 import SigningKey
 from alter_publish.format.identitylog import log_path_for, read_log
 from alter_publish.keys.lifecycle import LogIndex
@@ -33,6 +34,7 @@ from alter_publish.pipeline.context import RunContext, ZoneStart
 from alter_publish.pipeline.full import Loaded, Planned, full
 from alter_publish.pipeline.memory import patch_record_later
 from alter_publish.pipeline.patch import Patched, patched
+from alter_publish.pipeline.patchbase import prove_patch
 from alter_publish.pipeline.plan import plan_zone
 from alter_publish.pipeline.reports import Stopwatch
 from alter_publish.pipeline.unchanged import Unchanged, unchanged
@@ -376,6 +378,95 @@ def test_a_patchs_record_that_could_not_be_made_ready_is_made_after_its_outputs(
     assert len(calls) == 2  # failed meanwhile, then made after the switch
     later = _ctx(ws, now=NOW + MINUTE)
     assert unchanged(later, ZoneStart.read(later, ws.zone_file)) is not None
+
+
+def _writers() -> list[str]:
+    return [thread.name for thread in threading.enumerate() if thread.name.startswith("write ")]
+
+
+def _staging(ws: Workspace) -> list[str]:
+    return sorted(path.name for path in ws.out.glob(".*.outputs/*.staging"))
+
+
+def test_a_patch_writes_its_files_while_it_is_proven_and_syncs_them_after_the_state(
+    workspace: Workspace, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # The zone file and envelopes are copied into the next generation from before the
+    # proof on; they are synced only once the log and state are (an fsync of those
+    # while the outputs are written back would wait for them: ext4's ordered data).
+    ws = _signed(workspace)
+    _edit_drew(ws)
+    ctx = _ctx(ws, now=NOW + MINUTE)
+    seen: list[list[str]] = []
+    prove = prove_patch
+
+    def looks(*args: Any, **kwargs: Any) -> Any:
+        seen.append(_staging(ws))
+        return prove(*args, **kwargs)
+
+    synced: list[str] = []
+    fsync = os.fsync
+
+    def named(fd: int) -> None:
+        synced.append(Path(f"/proc/self/fd/{fd}").readlink().name)
+        fsync(fd)
+
+    monkeypatch.setattr(patch_module, "prove_patch", looks)
+    monkeypatch.setattr(os, "fsync", named)
+    run = patched(ctx, ZoneStart.read(ctx, ws.zone_file))
+    assert isinstance(run, Patched)
+    assert seen == [["g2.staging"]]  # the files were being written while it was proven
+    assert not [name for name in synced if name.startswith(".example.com.")]
+    assert run.commit(ctx, True).patched == ("~drew",)
+    order = [name.split(".tmp")[0].rsplit(".", 1)[0] for name in synced]
+    state = order.index(".example.com.state.json")
+    assert order.index(".example.com.log") < state
+    assert state < order.index(".example.com.zone")
+    assert state < order.index(".example.com.envelopes.json")
+    assert not _writers()
+    assert not _staging(ws)
+
+
+@pytest.mark.parametrize("end", ["not proven", "an error"])
+def test_a_patch_that_does_not_commit_drops_the_files_it_was_writing(
+    workspace: Workspace, monkeypatch: pytest.MonkeyPatch, end: str
+) -> None:
+    ws = _signed(workspace)
+    before = _outputs(ws)
+    _edit_drew(ws)
+    ctx = _ctx(ws, now=NOW + MINUTE)
+    if end == "an error":
+
+        def fails(*args: Any) -> Any:
+            raise RenderError("cannot write: no room", where="memo")
+
+        monkeypatch.setattr(patch_module, "_memo_after", fails)
+        with pytest.raises(RenderError, match="no room"):
+            patched(ctx, ZoneStart.read(ctx, ws.zone_file))
+    else:
+        run = patched(ctx, ZoneStart.read(ctx, ws.zone_file))
+        assert isinstance(run, Patched)
+        assert _staging(ws) == ["g2.staging"]
+        run.commit(ctx, False)  # another zone's proof failed
+    assert not _writers()
+    assert not _staging(ws)
+    assert {name: data for name, data in _outputs(ws).items() if "zones/" not in name} == {
+        name: data for name, data in before.items() if "zones/" not in name
+    }
+
+
+def test_a_run_that_fails_after_a_patch_started_drops_its_files(
+    workspace: Workspace, tmp_path: Path
+) -> None:
+    ws = _signed(workspace)
+    _edit_drew(ws)
+    broken = ws.root / "zones" / "broken.example.yaml"
+    broken.write_text("zone: broken.example\nhandles: [~a, ~a]\n")
+    with pytest.raises(AlterError):
+        sign([ws.zone_file, broken], out=ws.out, keys=ws.keys, now=NOW + MINUTE)
+    assert not _writers()
+    assert not _staging(ws)
+    assert "https://example.com/d" not in ws.rendered.read_text()
 
 
 def test_a_patch_proves_on_forked_workers(

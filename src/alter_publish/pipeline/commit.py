@@ -2,13 +2,17 @@
 then outputs (a crash never leaves outputs the log lacks), for a full run and a patched
 one alike. The outputs are one set, switched
 at once (:mod:`alter_publish.outputset`): a kill at any instant leaves the whole previous
-set or the whole new one.
+set or the whole new one. A patch copies its files into the new generation earlier
+(:func:`start_writes`), where no reader sees them, and syncs them only after the log
+and state.
 """
 
 from __future__ import annotations
 
+import contextlib
 import json
-from collections.abc import Callable, Iterable, Iterator
+import threading
+from collections.abc import Callable, Iterable, Iterator, Mapping
 from dataclasses import dataclass
 from functools import partial
 from pathlib import Path
@@ -62,6 +66,74 @@ class Writes:
     ds: bytes | None = None
     #: The log as a transparency log: checkpoint history, tiles, checkpoint (None: none).
     publication: Publication | None = None
+    #: The outputs' files already being written into the next generation (a patch's).
+    started: Started | None = None
+
+
+class _Gate:
+    """Where a started writer waits, its bytes written, until the commit lets it sync
+    them (:meth:`open`) or the run drops them (:meth:`drop`)."""
+
+    def __init__(self) -> None:
+        self._event = threading.Event()
+        self._dropped = False
+
+    def open(self) -> None:
+        self._event.set()
+
+    def drop(self) -> None:
+        self._dropped = True
+        self._event.set()
+
+    def wait(self) -> None:
+        """Raises: RenderError: the run dropped the file (never shown: it is discarded)."""
+        self._event.wait()
+        if self._dropped:
+            raise RenderError("not committed")
+
+
+@dataclass(frozen=True, slots=True)
+class Started:
+    """A patch's output files being written into the next generation of its zone's set
+    (:func:`start_writes`) while the patch is proven and its record made ready: the
+    commit lets them be synced and switches to them, or the run drops them
+    (:meth:`discard`). No reader sees a generation until the switch, and its files are
+    only synced once the log and state are, so those reach the disk first."""
+
+    staging: Staging
+    writing: Mapping[str, Callable[[], bool]]  # per file name: wait for its writer
+    gate: _Gate
+
+    def discard(self) -> None:
+        """Drop the files, wait for their writers, and drop the generation (nothing once
+        switched to)."""
+        self.gate.drop()
+        with contextlib.suppress(BaseException):
+            wait_all(list(self.writing.values()))
+        self.staging.abandon()
+
+
+def start_writes(
+    out: Path, zone: str, zone_file: Chunks | None, envelopes_file: Chunks | None
+) -> Started:
+    """Start writing a patch's zone file and envelopes document (None: kept as they are)
+    into the next generation of ``zone``'s output set in ``out``, a thread each; they
+    wait to be synced (an fsync of the log or state while gigabytes are written back
+    would wait for them: ext4's ordered data) until the commit.
+
+    Raises:
+        RenderError: the output set cannot be prepared.
+    """
+    outputs = zone_outputs(out, zone)
+    zone_name, envelopes_name, _ = outputs.names
+    staging, gate = outputs.stage(), _Gate()
+    files = {zone_name: zone_file, envelopes_name: envelopes_file}
+    writing = {
+        name: soon(partial(_write, staging, name, content, gate.wait), f"write {name}")
+        for name, content in files.items()
+        if content is not None
+    }
+    return Started(staging, writing, gate)
 
 
 def commit(
@@ -179,7 +251,10 @@ def _switch(
     Raises:
         RenderError: a file cannot be written, or the set cannot be switched.
     """
-    staging = outputs.stage()
+    started = writes.started
+    staging = outputs.stage() if started is None else started.staging
+    if started is not None:
+        started.gate.open()  # the log and state are on disk: the outputs are synced now
     written: list[str] = []
     try:
         # A patch's files are written side by side, one thread each: the kernel's copies
@@ -187,14 +262,15 @@ def _switch(
         # 127 MB and envelopes of 208 MB). Text is rendered here, one file after the
         # other: two renderings in threads only take turns with the lock (a full run's
         # write stage took 0.3-0.7 s longer). When one fails the others still run.
-        writing = {
+        writing = {} if started is None else dict(started.writing)
+        writing |= {
             name: soon(
                 partial(_write, staging, name, content),
                 f"write {name}",
                 thread=isinstance(content, Chunks),
             )
             for name, content in _contents(outputs, writes).items()
-            if content is not None and content != b""
+            if content is not None and content != b"" and name not in writing
         }
         try:
             if writing and meanwhile is not None:
@@ -221,8 +297,14 @@ def _switch(
     return outputs.ensure_links()
 
 
-def _write(staging: Staging, name: str, content: Text | Chunks | bytes) -> bool:
-    """Write ``name`` into the new generation unless the current set has the same bytes."""
+def _write(
+    staging: Staging,
+    name: str,
+    content: Text | Chunks | bytes,
+    hold: Callable[[], object] | None = None,
+) -> bool:
+    """Write ``name`` into the new generation unless the current set has the same bytes
+    (``hold``: see :func:`~alter_publish.fileio.write_compared`)."""
     parts: Iterable[str] | Iterable[Chunk]
     parts = (content,) if isinstance(content, bytes) else content.parts
     return write_compared(
@@ -230,6 +312,7 @@ def _write(staging: Staging, name: str, content: Text | Chunks | bytes) -> bool:
         parts,
         staging.previous_path(name),
         compare=not isinstance(content, Chunks),
+        hold=hold,
     )
 
 

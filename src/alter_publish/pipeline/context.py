@@ -98,3 +98,7 @@ class ZoneRun(Protocol):
 
     def prove(self, ctx: RunContext) -> ProvenRun:
         """The run once planned and proven (itself when it already is)."""
+
+    def discard(self) -> None:
+        """Let go of what it holds for a commit that will not come (a patch's files
+        being written); nothing once committed."""

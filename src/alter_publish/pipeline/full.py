@@ -41,6 +41,9 @@ class Loaded:
         """The definition's warnings."""
         return self.spec.warnings()
 
+    def discard(self) -> None:
+        """Nothing held: a full run writes only when it commits."""
+
     def prove(self, ctx: RunContext) -> ProvenRun:
         """Plan the zone and (with ``ctx.verify``) prove it on the loopback server.
 

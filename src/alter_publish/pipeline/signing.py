@@ -78,11 +78,19 @@ def sign(
     with contextlib.nullcontext() if check else exclusive(out, "signing into it"):
         if not check:
             sweep_leftovers(out, zone_files)
-        runs = sorted((_strategy(ctx, path) for path in zone_files), key=lambda run: run.rank)
-        _refuse_twice(runs)
-        proven_runs = [run.prove(ctx) for run in runs]  # full runs plan and prove here
-        proven = all(run.proven for run in proven_runs)
-        zones = tuple(run.commit(ctx, proven) for run in proven_runs)
+        runs: list[ZoneRun] = []
+        try:
+            for path in zone_files:
+                runs.append(_strategy(ctx, path))
+            runs.sort(key=lambda run: run.rank)
+            _refuse_twice(runs)
+            proven_runs = [run.prove(ctx) for run in runs]  # full runs plan and prove here
+            proven = all(run.proven for run in proven_runs)
+            zones = tuple(run.commit(ctx, proven) for run in proven_runs)
+        except BaseException:
+            for run in runs:  # a patch's files may be being written
+                run.discard()
+            raise
     warnings = (
         *(warning for run in proven_runs for warning in run.warnings),
         *(warning for zone in zones if (warning := serial_warning(zone.zone, zone.serial, now))),

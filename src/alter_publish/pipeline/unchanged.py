@@ -33,6 +33,9 @@ class Unchanged:
         """Nothing to write."""
         return self.result
 
+    def discard(self) -> None:
+        """Nothing held."""
+
 
 def unchanged(ctx: RunContext, start: ZoneStart) -> Unchanged | None:
     """The run of a zone whose inputs and outputs are as its last proven run left them,
