@@ -19,7 +19,7 @@ import pytest
 from alter_publish import pipeline
 from alter_publish.definition.model import load_zone
 from alter_publish.dns.zonekeys import ZoneKeyRole
-from alter_publish.errors import RenderError
+from alter_publish.errors import DefinitionError, RenderError
 from alter_publish.keys import commands as keyops
 from alter_publish.keys.lifecycle import rotate
 from alter_publish.keys.store import KeyStore
@@ -315,6 +315,27 @@ def test_what_a_patch_cannot_do_exactly_runs_in_full(change: Change, tmp_path: P
     assert full.ok
     for name in OUTPUTS:
         assert _read(root / name) == _read(twin / name), name
+
+
+@pytest.mark.parametrize("entry", ["  - ~user41\n", "  - ~user1\n"], ids=["later", "earlier"])
+def test_an_entry_repeated_next_to_an_edit_is_named_as_a_full_run_names_it(
+    tmp_path: Path, entry: str
+) -> None:
+    # The entries before and after the stretch that changed are not matched one by one
+    # (align_entries): a copy of one of them is taken as new, and its handle's ref, which
+    # the memo keeps, sends the run in full.
+    root = _workspace(tmp_path / "ws")
+    _edit(
+        root, "  - ~user2\n", "  - {handle: ~user2, resolver: 'https://patch.example/2'}\n" + entry
+    )
+    twin = tmp_path / "twin"
+    shutil.copytree(root, twin)
+    with pytest.raises(DefinitionError) as patched:
+        _sign(root, NOW + 60)
+    with pytest.raises(DefinitionError) as full:
+        _sign(twin, NOW + 60, incremental=False)
+    assert str(patched.value).replace(str(root), "") == str(full.value).replace(str(twin), "")
+    assert entry.strip().removeprefix("- ") in str(patched.value)
 
 
 def test_custom_templates_leave_no_memo(tmp_path: Path) -> None:

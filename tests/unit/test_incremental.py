@@ -3,6 +3,7 @@ entries, the memo, and edits to byte strings."""
 
 from __future__ import annotations
 
+import array
 import bisect
 import dataclasses
 import itertools
@@ -35,6 +36,7 @@ from alter_publish.pipeline.incremental import (
     next_olds,
     respliced,
     shift,
+    shift_ascending,
 )
 
 LAYOUTS = {
@@ -128,6 +130,14 @@ def test_offsets_shift_as_one_by_one(offsets: list[int], edits: list[Edit]) -> N
     assert shift(offsets, edits) == _shift_one_by_one(offsets, edits)
 
 
+@given(offsets=st.lists(st.integers(0, 200)), edits=_edits())
+def test_ascending_offsets_shift_as_one_by_one(offsets: list[int], edits: list[Edit]) -> None:
+    offsets.sort()
+    expected = _shift_one_by_one(offsets, edits)
+    assert shift_ascending(offsets, edits) == expected
+    assert shift_ascending(array.array("q", offsets), edits) == expected  # as a memo has them
+
+
 @st.composite
 def _alignments(draw: st.DrawFn) -> tuple[list[int | None], list[int]]:
     """Entries now against a memo's: each kept handle in order, some removed, some added."""
@@ -165,11 +175,20 @@ def _aligned_one_by_one(
     if old_texts == texts:  # unchanged entries: as the last proven run had them
         pairs = enumerate(zip(old_keys, key_lines, strict=True))
         return Alignment(tuple(range(len(texts))), tuple(i for i, (a, b) in pairs if a != b))
+    head = 0  # the entries before the first that differs, and after the last, stay
+    while head < min(len(old_texts), len(texts)) and old_texts[head] == texts[head]:
+        head += 1
+    tail = 0
+    while (
+        head + tail < min(len(old_texts), len(texts)) and old_texts[-1 - tail] == texts[-1 - tail]
+    ):
+        tail += 1
     where: dict[str, int] = {}
-    for index, text in enumerate(old_texts):
-        if where.setdefault(text, index) != index:
+    for index in range(head, len(old_texts) - tail):
+        if where.setdefault(old_texts[index], index) != index:
             return None
-    olds = tuple(where.get(text) for text in texts)
+    middle = [where.get(text) for text in texts[head : len(texts) - tail]]
+    olds = (*range(head), *middle, *range(len(old_texts) - tail, len(old_texts)))
     kept = [old for old in olds if old is not None]
     if any(a >= b for a, b in itertools.pairwise(kept)):
         return None

@@ -270,24 +270,48 @@ def align_entries(
 ) -> Alignment | None:
     """Match each entry to the memo's entry of the same text (the header is the same, so
     the same text is the same handle); ``key_lines`` are the old handles' key ``stat``
-    lines now. None when a text repeats or entries moved (then: a full run); entries
-    as the memo has them are taken as they are (the run that left them was proven).
+    lines now. The entries before the first that differs and after the last stand
+    where they stood; those between are matched to the memo's between, by text. None
+    when a text repeats there or entries moved (then: a full run). An entry that
+    repeats one kept outside that stretch is taken as new: the check of its handle's
+    ref declines it (``patchbase._matched``), and the full run names it.
 
     Every pass over the entries is a C loop (``map``, ``compress``, ``dict(zip())``): at
-    100,000 entries the Python loops this replaced took 0.1 s of each patch."""
+    100,000 entries the Python loops this replaced took 0.1 s of each patch, and a
+    dictionary of every entry 0.02 s more."""
     keys_changed = itertools.compress(itertools.count(), map(operator.ne, old_keys, key_lines))
-    if list(old_texts) == list(texts):
-        return Alignment(tuple(range(len(texts))), tuple(keys_changed))
-    where = dict(zip(old_texts, itertools.count()))
-    if len(where) != len(old_texts):
+    old_count, count = len(old_texts), len(texts)
+    head = _same_count(old_texts, texts, min(old_count, count))
+    if head == old_count == count:
+        return Alignment(tuple(range(count)), tuple(keys_changed))
+    tail = _same_count(reversed(old_texts), reversed(texts), min(old_count, count) - head)
+    where = dict(zip(itertools.islice(old_texts, head, old_count - tail), itertools.count(head)))
+    if len(where) != old_count - tail - head:
         return None  # a text repeats
-    olds = tuple(map(where.get, texts))
-    if not in_order(olds):
+    middle = tuple(map(where.get, itertools.islice(texts, head, count - tail)))
+    if not in_order(middle):
         return None
-    position = dict(zip(olds, itertools.count()))  # the memo's entries kept: where now
-    new = itertools.compress(itertools.count(), map(operator.is_, olds, itertools.repeat(None)))
-    rekeyed = (position[old] for old in keys_changed if old in position)
-    return Alignment(olds, tuple(sorted({*new, *rekeyed})))
+    olds = (*range(head), *middle, *range(old_count - tail, old_count))
+    position = dict(zip(middle, itertools.count(head)))  # the middle's kept: where now
+    new = itertools.compress(
+        itertools.count(head), map(operator.is_, middle, itertools.repeat(None))
+    )
+    signed = set(new)
+    for old in keys_changed:
+        if old < head:
+            signed.add(old)
+        elif old >= old_count - tail:
+            signed.add(old + count - old_count)
+        elif (now := position.get(old)) is not None:
+            signed.add(now)
+    return Alignment(olds, tuple(sorted(signed)))
+
+
+def _same_count(old: Iterable[str], new: Iterable[str], most: int) -> int:
+    """How many of the first texts of ``old`` and ``new`` are the same, at most ``most``
+    (a C loop)."""
+    differing = itertools.compress(itertools.count(), map(operator.ne, old, new))
+    return min(next(differing, most), most)
 
 
 def in_order(olds: Sequence[int | None]) -> bool:
@@ -363,6 +387,22 @@ def shift(offsets: Sequence[int], edits: Sequence[Edit]) -> list[int]:
     totals.insert(0, 0)
     moved = map(totals.__getitem__, map(bisect.bisect_right, itertools.repeat(ends), offsets))
     return list(map(operator.add, offsets, moved))
+
+
+def shift_ascending(offsets: Sequence[int], edits: Sequence[Edit]) -> list[int]:
+    """:func:`shift` of ascending ``offsets``: the offsets between two edits' ends all
+    move by one amount, so each such run is copied, or moved in one C loop (100,000
+    offsets in about 3 ms, where :func:`shift` takes 15-25 ms)."""
+    moved: list[int] = []
+    at = delta = 0
+    for start, end, new in edits:
+        cut = bisect.bisect_left(offsets, end, lo=at)
+        part = offsets[at:cut]
+        moved += map(delta.__add__, part) if delta else part
+        at, delta = cut, delta + len(new) - (end - start)
+    part = offsets[at:]
+    moved += map(delta.__add__, part) if delta else part
+    return moved
 
 
 def respliced(values: Sequence[T], removed: Sequence[int], added: Mapping[int, T]) -> list[T]:
