@@ -3,6 +3,8 @@ reads as none (then: a full run)."""
 
 from __future__ import annotations
 
+import dataclasses
+import json
 from pathlib import Path
 
 import pytest
@@ -48,6 +50,18 @@ def test_a_record_reads_back_as_written(
     path = tmp_path / "record.json"
     _record(handle_keys).write(path)
     assert Fingerprint.read(path) == _record(handle_keys)
+
+
+def test_a_record_made_before_its_digest_is_the_text_json_gives(tmp_path: Path) -> None:
+    # A patch makes the record's JSON while its outputs are written; the digest comes last.
+    record = _record((("keys/a.example/alice", 1), ("keys/a.example/bob", 2)))
+    text = dataclasses.replace(record, digest="").text_later()(record.digest)
+    doc = json.loads(text)
+    assert text == json.dumps(doc, separators=(",", ":"), sort_keys=True) + "\n"
+    assert doc["digest"] == record.digest
+    path = tmp_path / "record.json"
+    dataclasses.replace(record, digest="").write(path, text)
+    assert Fingerprint.read(path) == record
 
 
 @pytest.mark.parametrize(

@@ -79,6 +79,16 @@ def _content_line(path: Path, digests: DigestMemo | None) -> str:
     return f"{path} {digests[key]}\n"
 
 
+def hashed_as_is(digests: DigestMemo, path: Path, fd: int) -> bool:
+    """Whether the memo of content digests holds ``path`` as the open file ``fd`` is now
+    (same inode, size and modification time): the bytes read are the bytes hashed."""
+    try:
+        info = os.fstat(fd)
+    except OSError:
+        return False
+    return (str(path), info.st_ino, info.st_size, info.st_mtime_ns) in digests
+
+
 def _content_digest(path: Path) -> str:
     sha = hashlib.sha256()
     try:
@@ -369,9 +379,14 @@ class Fingerprint:
 
     def to_text(self) -> str:
         """JSON form."""
+        return self.text_later()(self.digest)
+
+    def text_later(self) -> Callable[[str], str]:
+        """:meth:`to_text` made now but for the digest, which the function it gives takes
+        (the JSON of 100,000 handles' key directories is made while a patch's outputs
+        are written; the digest is known once they are)."""
         doc = {
             "format": FINGERPRINT_FORMAT,
-            "digest": self.digest,
             "valid_from": self.valid_from,
             "valid_until": self.valid_until,
             "zone": self.zone,
@@ -382,7 +397,9 @@ class Fingerprint:
             "keys_mark": self.keys_mark.to_text(),
             "summary": dict(self.summary),
         }
-        return json.dumps(doc, separators=(",", ":"), sort_keys=True) + "\n"
+        rest = json.dumps(doc, separators=(",", ":"), sort_keys=True)
+        # The keys are sorted, and "digest" comes first: the text json.dumps gives with it.
+        return lambda digest: f'{{"digest":{json.dumps(digest)},{rest[1:]}\n'
 
     @classmethod
     def read(cls, path: Path) -> Fingerprint | None:
@@ -405,13 +422,14 @@ class Fingerprint:
         except (OSError, ValueError, KeyError, TypeError):
             return None
 
-    def write(self, path: Path) -> None:
-        """Write the record atomically.
+    def write(self, path: Path, text: str | None = None) -> None:
+        """Write the record atomically (``text``: its :meth:`to_text`, made already).
 
         Raises:
             RenderError: it cannot be written.
         """
-        atomic_write_bytes(path, self.to_text().encode(), error=RenderError)
+        data = (self.to_text() if text is None else text).encode()
+        atomic_write_bytes(path, data, error=RenderError)
 
 
 def forget(path: Path) -> None:

@@ -127,19 +127,22 @@ def fingerprint_later(
     )
     keys_digest = lines_digest(keys.lines)
     digest = inputs.digest_later(keys_digest)
+    record = Fingerprint(
+        digest="",
+        valid_from=span[0],
+        valid_until=span[1],
+        zone=spec.origin,
+        zone_keys_dir=zone_keys_dir,
+        handle_keys=handle_keys,
+        summary=summary,
+        keys_digest=keys_digest,
+        keys_mark=keys.mark,
+    )
+    text = record.text_later()
 
     def write() -> None:
-        Fingerprint(
-            digest=digest(),
-            valid_from=span[0],
-            valid_until=span[1],
-            zone=spec.origin,
-            zone_keys_dir=zone_keys_dir,
-            handle_keys=handle_keys,
-            summary=summary,
-            keys_digest=keys_digest,
-            keys_mark=keys.mark,
-        ).write(fingerprint_path(ctx.out, spec.path))
+        made, path = digest(), fingerprint_path(ctx.out, spec.path)
+        dataclasses.replace(record, digest=made).write(path, text(made))
 
     return write
 

@@ -50,7 +50,12 @@ from alter_publish.pipeline.chain import (
 )
 from alter_publish.pipeline.commit import Chunks, Started, Writes, commit, start_writes
 from alter_publish.pipeline.context import ProvenRun, RunContext, ZoneStart
-from alter_publish.pipeline.fingerprint import KeyLines, handle_key_lines, recorded_key_lines
+from alter_publish.pipeline.fingerprint import (
+    KeyLines,
+    handle_key_lines,
+    hashed_as_is,
+    recorded_key_lines,
+)
 from alter_publish.pipeline.incremental import (
     Edit,
     Memo,
@@ -118,11 +123,20 @@ def _chain(ctx: RunContext, base: PatchBase) -> _Chained | None:
         tree = MerkleTree.resume(base.memo.log)
     except ValueError:
         return None
-    if tree.size != raw_log.count(b"\n") or b"\r" in raw_log:
+    if b"\r" in raw_log or (
+        not _hashed(ctx, log_path, raw_log) and tree.size != raw_log.count(b"\n")
+    ):
         return None  # a log not as this tool writes it: the full run reads it line by line
     chain = EnvelopeChain(spec, ctx.keys, ctx.now, index, revocations, tree)
     run_chain(ctx, chain, log)  # keys loaded by workers when there are many (renewals)
     return _Chained(log_path, raw_log, chain, handle_expectations(chain.signed, index))
+
+
+def _hashed(ctx: RunContext, log_path: Path, raw_log: Bytes) -> bool:
+    """Whether the mapped log is the file the base digest hashed (``Memo.base`` held): then
+    its lines are those the memo's tree counted, as the run that left the memo wrote
+    both, and counting them again (35 MB at 100,000 handles, 40 ms) is not needed."""
+    return isinstance(raw_log, MappedFile) and hashed_as_is(ctx.digests, log_path, raw_log.fd)
 
 
 @dataclass(frozen=True, slots=True)
