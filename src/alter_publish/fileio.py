@@ -226,14 +226,12 @@ def _replace(
     error: type[AlterError],
     keep_if_same: bool,
     reference: Path | None = None,
-    hold: Callable[[], object] | None = None,
 ) -> bool:
     """Write ``chunks`` to a temporary file beside ``path`` (fsync), then rename it over
     ``path``; with ``keep_if_same``, compare with the file in place on the way and keep
     that one (unchanged, mtime and all) when the bytes and mode are the same.
     ``reference`` is the file compared instead of ``path`` (then nothing is kept: the
-    caller links it). ``hold`` is called once the bytes are written, before they are
-    synced: a writer may wait there (what it raises drops the file).
+    caller links it).
 
     Returns:
         True when ``path`` was replaced.
@@ -264,8 +262,6 @@ def _replace(
             if old is not None:
                 same = same and old.read(1) == b""
                 old.close()
-            if hold is not None:
-                hold()
             if not same:
                 os.fchmod(handle.fileno(), mode)
                 handle.flush()
@@ -283,6 +279,61 @@ def _replace(
             Path(tmp).unlink()
         raise
     return True
+
+
+def write_unsynced(
+    path: Path, chunks: Iterable[Chunk], *, mode: int = PUBLIC_MODE, error: type[AlterError]
+) -> Path:
+    """Write ``chunks`` to a new temporary file beside ``path``, not synced yet, and close
+    it: :func:`put_in_place` syncs it and renames it over ``path`` (a file written early
+    and synced only once the files before it are: a writer's fsync of a small file
+    waits for the write-back of every big file that has blocks in the same journal
+    transaction, ext4's ordered data).
+
+    Returns:
+        The temporary file.
+
+    Raises:
+        AlterError: (``error``) it cannot be written (then it is gone).
+    """
+    try:
+        make_dirs(path.parent, dir_mode_for(mode))
+        fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
+    except OSError as exc:
+        raise error(f"cannot write: {exc.strerror}", where=str(path)) from exc
+    try:
+        with os.fdopen(fd, "wb") as handle:
+            for data in chunks:
+                _write_chunk(handle, data)
+            os.fchmod(handle.fileno(), mode)
+    except OSError as exc:
+        with contextlib.suppress(OSError):
+            Path(tmp).unlink()
+        raise error(f"cannot write: {exc.strerror}", where=str(path)) from exc
+    except BaseException:  # an interrupt: leave no temporary file behind
+        with contextlib.suppress(OSError):
+            Path(tmp).unlink()
+        raise
+    return Path(tmp)
+
+
+def put_in_place(temporary: Path, path: Path, *, error: type[AlterError]) -> None:
+    """Sync ``temporary`` (:func:`write_unsynced`) and rename it over ``path``.
+
+    Raises:
+        AlterError: (``error``) it cannot be synced or renamed (then it is gone).
+    """
+    try:
+        fd = os.open(temporary, os.O_WRONLY)
+        try:
+            os.fsync(fd)
+        finally:
+            os.close(fd)
+        temporary.replace(path)
+    except OSError as exc:
+        with contextlib.suppress(OSError):
+            temporary.unlink()
+        raise error(f"cannot write: {exc.strerror}", where=str(path)) from exc
 
 
 #: A temporary file of :func:`_replace` for the file named ``name`` (``mkstemp``'s
@@ -389,11 +440,10 @@ def write_compared(
     mode: int = PUBLIC_MODE,
     error: type[AlterError] = RenderError,
     compare: bool = True,
-    hold: Callable[[], object] | None = None,
 ) -> bool:
     """Write ``content`` (text parts, or byte chunks) to ``path`` (atomically) unless it
     holds what ``reference`` holds; without ``compare`` (the caller knows they differ)
-    it is written unread. ``hold``: as for :func:`_replace`.
+    it is written unread.
 
     Returns:
         True when ``path`` was written; False when ``reference`` holds the same bytes
@@ -403,9 +453,7 @@ def write_compared(
         AlterError: (``error``, RenderError by default) the file could not be written.
     """
     chunks = _as_chunks(content)
-    return _replace(
-        path, chunks, mode=mode, error=error, keep_if_same=compare, reference=reference, hold=hold
-    )
+    return _replace(path, chunks, mode=mode, error=error, keep_if_same=compare, reference=reference)
 
 
 def _as_chunks(content: str | Iterable[str] | Iterable[Chunk]) -> Iterator[Chunk]:

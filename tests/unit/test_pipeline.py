@@ -20,12 +20,14 @@ from alter_publish import parallel
 from alter_publish.definition.model import load_zone
 from alter_publish.definition.state import SerialState, state_path_for
 from alter_publish.dns.zonetext import parse_zone_text
-from alter_publish.errors import AlterError, RenderError
+from alter_publish.errors import AlterError, DefinitionError, RenderError
+from alter_publish.fileio import write_unsynced
 from alter_publish.format.ed25519 import SigningKey
 from alter_publish.format.identitylog import log_path_for, read_log
 from alter_publish.keys.lifecycle import LogIndex
 from alter_publish.keys.store import KeyStore
 from alter_publish.mapped import MappedFile
+from alter_publish.pipeline import commit as commit_module
 from alter_publish.pipeline import default_templates_dir, output_paths, sign
 from alter_publish.pipeline import patch as patch_module
 from alter_publish.pipeline.build import find_layout, render
@@ -35,7 +37,8 @@ from alter_publish.pipeline.context import RunContext, ZoneStart
 from alter_publish.pipeline.full import Loaded, Planned, full
 from alter_publish.pipeline.memory import patch_record_later
 from alter_publish.pipeline.patch import Patched, patched
-from alter_publish.pipeline.patchbase import patch_base, prove_patch
+from alter_publish.pipeline.patchbase import patch_base
+from alter_publish.pipeline.patchmemo import memo_after
 from alter_publish.pipeline.plan import plan_zone
 from alter_publish.pipeline.reports import Stopwatch
 from alter_publish.pipeline.unchanged import Unchanged, unchanged
@@ -382,44 +385,60 @@ def test_a_patchs_record_that_could_not_be_made_ready_is_made_after_its_outputs(
 
 
 def _writers() -> list[str]:
-    return [thread.name for thread in threading.enumerate() if thread.name.startswith("write ")]
+    names = ("write ", "sync ", "zone-sha256")
+    return [thread.name for thread in threading.enumerate() if thread.name.startswith(names)]
 
 
 def _staging(ws: Workspace) -> list[str]:
     return sorted(path.name for path in ws.out.glob(".*.outputs/*.staging"))
 
 
-def test_a_patch_writes_its_files_while_it_is_proven_and_syncs_them_after_the_state(
+@pytest.mark.skipif(not Path("/proc/self/fd").is_dir(), reason="names open files by /proc")
+def test_a_patch_copies_its_files_before_it_commits_and_syncs_them_after_the_state(
     workspace: Workspace, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    # The zone file and envelopes are copied into the next generation from before the
-    # proof on; they are synced only once the log and state are (an fsync of those
-    # while the outputs are written back would wait for them: ext4's ordered data).
+    # The zone file and envelopes are copied into the next generation once the patch is
+    # proven, beside its memo; they are synced only once the log and state are (an fsync
+    # of those while the copies are written back would wait for them: ext4's ordered data).
     ws = _signed(workspace)
     _edit_drew(ws)
     ctx = _ctx(ws, now=NOW + MINUTE)
-    seen: list[list[str]] = []
-    prove = prove_patch
+    events: list[str] = []
+    copy, made, durable = write_unsynced, memo_after, commit_module._durable
 
-    def looks(*args: Any, **kwargs: Any) -> Any:
-        seen.append(_staging(ws))
-        return prove(*args, **kwargs)
+    def copies(path: Path, *args: Any, **kwargs: Any) -> Path:
+        temporary = copy(path, *args, **kwargs)
+        events.append(f"copied {path.name}")
+        return temporary
 
-    synced: list[str] = []
+    def memo(*args: Any) -> Any:
+        events.append("memo")
+        return made(*args)
+
+    def synced(*args: Any) -> None:
+        events.append("log and state synced")
+        durable(*args)
+
+    names: list[str] = []
     fsync = os.fsync
 
     def named(fd: int) -> None:
-        synced.append(Path(f"/proc/self/fd/{fd}").readlink().name)
+        names.append(Path(f"/proc/self/fd/{fd}").readlink().name)
         fsync(fd)
 
-    monkeypatch.setattr(patch_module, "prove_patch", looks)
+    monkeypatch.setattr(commit_module, "write_unsynced", copies)
+    monkeypatch.setattr(patch_module, "memo_after", memo)
+    monkeypatch.setattr(commit_module, "_durable", synced)
     monkeypatch.setattr(os, "fsync", named)
     run = patched(ctx, ZoneStart.read(ctx, ws.zone_file))
     assert isinstance(run, Patched)
-    assert seen == [["g2.staging"]]  # the files were being written while it was proven
-    assert not [name for name in synced if name.startswith(".example.com.")]
+    assert _staging(ws) == ["g2.staging"]
+    assert not [name for name in names if name.startswith(".example.com.")]  # none synced
     assert run.commit(ctx, True).patched == ("~drew",)
-    order = [name.split(".tmp")[0].rsplit(".", 1)[0] for name in synced]
+    copied = sorted(event for event in events if event.startswith("copied"))
+    assert copied == ["copied example.com.envelopes.json", "copied example.com.zone"]
+    assert events.index("log and state synced") > max(map(events.index, copied))
+    order = [name.split(".tmp")[0].rsplit(".", 1)[0] for name in names]
     state = order.index(".example.com.state.json")
     assert order.index(".example.com.log") < state
     assert state < order.index(".example.com.zone")
@@ -428,27 +447,53 @@ def test_a_patch_writes_its_files_while_it_is_proven_and_syncs_them_after_the_st
     assert not _staging(ws)
 
 
-@pytest.mark.parametrize("end", ["not proven", "an error"])
-def test_a_patch_that_does_not_commit_drops_the_files_it_was_writing(
+def test_a_patch_with_no_thread_to_spare_copies_and_commits_in_the_callers(
+    workspace: Workspace, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    ws = _signed(workspace)
+    _edit_drew(ws)
+    start = threading.Thread.start
+
+    def refuses(thread: threading.Thread) -> None:
+        if thread.name.startswith(("write ", "sync ")):
+            raise RuntimeError("can't start new thread")
+        start(thread)
+
+    monkeypatch.setattr(threading.Thread, "start", refuses)
+    ctx = _ctx(ws, now=NOW + MINUTE)
+    run = patched(ctx, ZoneStart.read(ctx, ws.zone_file))
+    assert isinstance(run, Patched)
+    assert run.commit(ctx, True).patched == ("~drew",)
+    assert "https://example.com/d" in ws.rendered.read_text()
+    assert not _staging(ws)
+
+
+@pytest.mark.parametrize("end", ["not committed", "memo fails", "log fails"])
+def test_a_patch_that_does_not_commit_drops_the_files_it_copied(
     workspace: Workspace, monkeypatch: pytest.MonkeyPatch, end: str
 ) -> None:
     ws = _signed(workspace)
     before = _outputs(ws)
     _edit_drew(ws)
     ctx = _ctx(ws, now=NOW + MINUTE)
-    if end == "an error":
 
-        def fails(*args: Any) -> Any:
-            raise RenderError("cannot write: no room", where="memo")
+    def fails(*args: Any) -> Any:
+        raise RenderError("cannot write: no room", where="memo")
 
-        monkeypatch.setattr(patch_module, "_memo_after", fails)
+    if end == "memo fails":
+        monkeypatch.setattr(patch_module, "memo_after", fails)
         with pytest.raises(RenderError, match="no room"):
             patched(ctx, ZoneStart.read(ctx, ws.zone_file))
     else:
         run = patched(ctx, ZoneStart.read(ctx, ws.zone_file))
         assert isinstance(run, Patched)
         assert _staging(ws) == ["g2.staging"]
-        run.commit(ctx, False)  # another zone's proof failed
+        if end == "log fails":
+            monkeypatch.setattr(patch_module, "append_lines", fails)
+            with pytest.raises(RenderError, match="no room"):
+                run.commit(ctx, True)
+        else:
+            run.commit(ctx, False)  # another zone's proof failed
     assert not _writers()
     assert not _staging(ws)
     assert {name: data for name, data in _outputs(ws).items() if "zones/" not in name} == {
@@ -456,15 +501,26 @@ def test_a_patch_that_does_not_commit_drops_the_files_it_was_writing(
     }
 
 
+@pytest.mark.parametrize("fails", ["strategy", "proof"])
 def test_a_run_that_fails_after_a_patch_started_drops_its_files(
-    workspace: Workspace, tmp_path: Path
+    workspace: Workspace, monkeypatch: pytest.MonkeyPatch, fails: str
 ) -> None:
     ws = _signed(workspace)
     _edit_drew(ws)
-    broken = ws.root / "zones" / "broken.example.yaml"
-    broken.write_text("zone: broken.example\nhandles: [~a, ~a]\n")
-    with pytest.raises(AlterError):
-        sign([ws.zone_file, broken], out=ws.out, keys=ws.keys, now=NOW + MINUTE)
+    other = ws.root / "zones" / "other.example.yaml"
+    if fails == "strategy":
+        other.write_text("zone: other.example\nhandles: [~a, ~a]\n")
+        expected: type[AlterError] = DefinitionError
+    else:
+        other.write_text("zone: other.example\nns: [ns1.other.example.]\nhandles: [~a]\n")
+
+        def breaks(*args: Any) -> Any:
+            raise RenderError("template broken", where="zone.j2")
+
+        monkeypatch.setattr(Loaded, "prove", breaks)
+        expected = RenderError
+    with pytest.raises(expected):
+        sign([ws.zone_file, other], out=ws.out, keys=ws.keys, now=NOW + MINUTE, create_keys=True)
     assert not _writers()
     assert not _staging(ws)
     assert "https://example.com/d" not in ws.rendered.read_text()

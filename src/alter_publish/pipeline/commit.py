@@ -11,7 +11,6 @@ from __future__ import annotations
 
 import contextlib
 import json
-import threading
 from collections.abc import Callable, Iterable, Iterator, Mapping
 from dataclasses import dataclass
 from functools import partial
@@ -25,8 +24,10 @@ from alter_publish.fileio import (
     chunks_differ,
     content_differs,
     fsync_directory,
+    put_in_place,
     text_differs,
     write_compared,
+    write_unsynced,
 )
 from alter_publish.interrupts import deferred_interrupts
 from alter_publish.outputset import OutputSet, Staging
@@ -70,70 +71,59 @@ class Writes:
     started: Started | None = None
 
 
-class _Gate:
-    """Where a started writer waits, its bytes written, until the commit lets it sync
-    them (:meth:`open`) or the run drops them (:meth:`drop`)."""
-
-    def __init__(self) -> None:
-        self._event = threading.Event()
-        self._dropped = False
-
-    def open(self) -> None:
-        self._event.set()
-
-    def drop(self) -> None:
-        self._dropped = True
-        self._event.set()
-
-    def wait(self) -> None:
-        """Raises: RenderError: the run dropped the file (never shown: it is discarded)."""
-        self._event.wait()
-        if self._dropped:
-            raise RenderError("not committed")
-
-
 @dataclass(frozen=True, slots=True)
 class Started:
-    """A patch's output files being written into the next generation of its zone's set
-    (:func:`start_writes`) while the patch is proven and its record made ready: the
-    commit lets them be synced and switches to them, or the run drops them
-    (:meth:`discard`). No reader sees a generation until the switch, and its files are
-    only synced once the log and state are, so those reach the disk first."""
+    """A patch's output files being copied into the next generation of its zone's set
+    (:func:`start_writes`) while its record is made ready: unsynced temporary files,
+    which the commit syncs and renames once the log and state are synced, then switches
+    to; or the run drops them (:meth:`discard`). No reader sees a generation before the
+    switch."""
 
     staging: Staging
-    writing: Mapping[str, Callable[[], bool]]  # per file name: wait for its writer
-    gate: _Gate
+    #: Per file name: wait for its copy, the temporary file (raises what the copy raised).
+    copies: Mapping[str, Callable[[], Path]]
+
+    def copied(self) -> None:
+        """Wait for every copy.
+
+        Raises:
+            RenderError: a file could not be written (the first; the others as notes).
+        """
+        wait_all(list(self.copies.values()))
 
     def discard(self) -> None:
-        """Drop the files, wait for their writers, and drop the generation (nothing once
-        switched to)."""
-        self.gate.drop()
-        with contextlib.suppress(BaseException):
-            wait_all(list(self.writing.values()))
-        self.staging.abandon()
+        """Wait for the copies, then drop the generation (nothing once switched to)."""
+        try:
+            with contextlib.suppress(Exception):
+                self.copied()
+        finally:
+            self.staging.abandon()
 
 
 def start_writes(
     out: Path, zone: str, zone_file: Chunks | None, envelopes_file: Chunks | None
 ) -> Started:
-    """Start writing a patch's zone file and envelopes document (None: kept as they are)
+    """Start copying a patch's zone file and envelopes document (None: kept as they are)
     into the next generation of ``zone``'s output set in ``out``, a thread each; they
-    wait to be synced (an fsync of the log or state while gigabytes are written back
-    would wait for them: ext4's ordered data) until the commit.
+    are synced at the commit, after the log and state (:func:`fileio.write_unsynced`).
 
     Raises:
         RenderError: the output set cannot be prepared.
     """
     outputs = zone_outputs(out, zone)
     zone_name, envelopes_name, _ = outputs.names
-    staging, gate = outputs.stage(), _Gate()
+    staging = outputs.stage()
     files = {zone_name: zone_file, envelopes_name: envelopes_file}
-    writing = {
-        name: soon(partial(_write, staging, name, content, gate.wait), f"write {name}")
-        for name, content in files.items()
-        if content is not None
-    }
-    return Started(staging, writing, gate)
+    copies: dict[str, Callable[[], Path]] = {}
+    try:
+        for name, content in files.items():
+            if content is not None:
+                copy = partial(write_unsynced, staging.path(name), content.parts, error=RenderError)
+                copies[name] = soon(copy, f"write {name}")
+    except BaseException:
+        Started(staging, copies).discard()
+        raise
+    return Started(staging, copies)
 
 
 def commit(
@@ -160,6 +150,8 @@ def _commit(ctx: RunContext, writes: Writes, meanwhile: Callable[[], object] | N
     dry_run = ctx.check
     write = content_differs if dry_run else atomic_write_bytes
     written: list[str] = []
+    if writes.started is not None:
+        writes.started.copied()  # a file that could not be written: the log stays as it was
     if writes.append_log is not None:
         if not dry_run:
             writes.append_log()
@@ -244,17 +236,16 @@ def _differs(path: Path, content: Text | Chunks | bytes) -> bool:
 def _switch(
     outputs: OutputSet, writes: Writes, meanwhile: Callable[[], object] | None
 ) -> list[str]:
-    """Write the files that changed into a new generation of the set (the others carried
-    over; ``meanwhile`` done while they are written), then switch the whole set at once;
-    nothing changed: the set stays.
+    """Write the files that changed into a new generation of the set (a patch's copies,
+    ``writes.started``, synced and renamed there; the others carried over; ``meanwhile``
+    done while they are written), then switch the whole set at once; nothing changed:
+    the set stays.
 
     Raises:
         RenderError: a file cannot be written, or the set cannot be switched.
     """
     started = writes.started
     staging = outputs.stage() if started is None else started.staging
-    if started is not None:
-        started.gate.open()  # the log and state are on disk: the outputs are synced now
     written: list[str] = []
     try:
         # A patch's files are written side by side, one thread each: the kernel's copies
@@ -262,7 +253,10 @@ def _switch(
         # 127 MB and envelopes of 208 MB). Text is rendered here, one file after the
         # other: two renderings in threads only take turns with the lock (a full run's
         # write stage took 0.3-0.7 s longer). When one fails the others still run.
-        writing = {} if started is None else dict(started.writing)
+        writing = {  # the log and state are on disk: a patch's copies are synced now
+            name: soon(partial(_put_in_place, staging, name, copy), f"sync {name}")
+            for name, copy in ({} if started is None else started.copies).items()
+        }
         writing |= {
             name: soon(
                 partial(_write, staging, name, content),
@@ -297,14 +291,14 @@ def _switch(
     return outputs.ensure_links()
 
 
-def _write(
-    staging: Staging,
-    name: str,
-    content: Text | Chunks | bytes,
-    hold: Callable[[], object] | None = None,
-) -> bool:
-    """Write ``name`` into the new generation unless the current set has the same bytes
-    (``hold``: see :func:`~alter_publish.fileio.write_compared`)."""
+def _put_in_place(staging: Staging, name: str, copy: Callable[[], Path]) -> bool:
+    """Sync a patch's copy of ``name`` and rename it into the new generation."""
+    put_in_place(copy(), staging.path(name), error=RenderError)
+    return True
+
+
+def _write(staging: Staging, name: str, content: Text | Chunks | bytes) -> bool:
+    """Write ``name`` into the new generation unless the current set has the same bytes."""
     parts: Iterable[str] | Iterable[Chunk]
     parts = (content,) if isinstance(content, bytes) else content.parts
     return write_compared(
@@ -312,7 +306,6 @@ def _write(
         parts,
         staging.previous_path(name),
         compare=not isinstance(content, Chunks),
-        hold=hold,
     )
 
 

@@ -88,8 +88,9 @@ def sign(
             proven = all(run.proven for run in proven_runs)
             zones = tuple(run.commit(ctx, proven) for run in proven_runs)
         except BaseException:
-            for run in runs:  # a patch's files may be being written
-                run.discard()
+            for run in runs:  # a patch's files may be being copied
+                with contextlib.suppress(Exception):
+                    run.discard()
             raise
     warnings = (
         *(warning for run in proven_runs for warning in run.warnings),
