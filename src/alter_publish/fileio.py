@@ -281,14 +281,19 @@ def _replace(
     return True
 
 
-def write_unsynced(
-    path: Path, chunks: Iterable[Chunk], *, mode: int = PUBLIC_MODE, error: type[AlterError]
+def write_temporary(
+    path: Path,
+    chunks: Iterable[Chunk],
+    *,
+    mode: int = PUBLIC_MODE,
+    error: type[AlterError],
+    sync: bool = False,
 ) -> Path:
-    """Write ``chunks`` to a new temporary file beside ``path``, not synced yet, and close
-    it: :func:`put_in_place` syncs it and renames it over ``path`` (a file written early
-    and synced only once the files before it are: a writer's fsync of a small file
-    waits for the write-back of every big file that has blocks in the same journal
-    transaction, ext4's ordered data).
+    """Write ``chunks`` to a new temporary file beside ``path`` (synced only with
+    ``sync``) and close it: :func:`put_in_place` syncs it and renames it over ``path``.
+    A file written early and synced late: an fsync waits for the write-back of every
+    file with blocks in the same journal transaction (ext4's ordered data), so a
+    run's big files are synced only once its small ones that must come first are.
 
     Returns:
         The temporary file.
@@ -306,6 +311,9 @@ def write_unsynced(
             for data in chunks:
                 _write_chunk(handle, data)
             os.fchmod(handle.fileno(), mode)
+            if sync:
+                handle.flush()
+                os.fsync(handle.fileno())
     except OSError as exc:
         with contextlib.suppress(OSError):
             Path(tmp).unlink()
@@ -317,15 +325,21 @@ def write_unsynced(
     return Path(tmp)
 
 
-def put_in_place(temporary: Path, path: Path, *, error: type[AlterError]) -> None:
-    """Sync ``temporary`` (:func:`write_unsynced`) and rename it over ``path``.
+def put_in_place(
+    temporary: Path, path: Path, *, error: type[AlterError], at: int = 0, patch: bytes = b""
+) -> None:
+    """Write ``patch`` over the bytes at ``at`` of ``temporary`` (:func:`write_temporary`;
+    what was known only at the end, of a size known from the start), sync it and rename
+    it over ``path``.
 
     Raises:
-        AlterError: (``error``) it cannot be synced or renamed (then it is gone).
+        AlterError: (``error``) it cannot be written or renamed (then it is gone).
     """
     try:
         fd = os.open(temporary, os.O_WRONLY)
         try:
+            if patch and os.pwrite(fd, patch, at) != len(patch):
+                raise OSError(errno.EIO, "short write")
             os.fsync(fd)
         finally:
             os.close(fd)

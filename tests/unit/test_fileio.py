@@ -10,11 +10,14 @@ from pathlib import Path
 
 import pytest
 
+from alter_publish.errors import RenderError
 from alter_publish.fileio import (
     PRIVATE_MODE,
     atomic_write_bytes,
     make_dirs,
+    put_in_place,
     sweep_temp_files,
+    write_temporary,
 )
 
 
@@ -75,3 +78,28 @@ def test_sweep_removes_only_owned_leftovers(tmp_path: Path) -> None:
 
 def test_sweep_of_a_missing_directory_is_nothing(tmp_path: Path) -> None:
     assert sweep_temp_files(tmp_path / "absent", lambda _name: True) == []
+
+
+def test_a_temporary_file_put_in_place_with_what_came_last(tmp_path: Path) -> None:
+    # A record written before its digest is known: the digest's place held, then
+    # written over, synced and renamed in.
+    path = tmp_path / "record.json"
+    path.write_bytes(b"the old record")
+    temporary = write_temporary(path, (b'{"digest":"', b"0" * 8, b'"}'), error=RenderError)
+    assert temporary.parent == tmp_path
+    assert temporary.name.startswith(".record.json.")
+    assert path.read_bytes() == b"the old record"  # nobody sees it before it is put in
+    put_in_place(temporary, path, error=RenderError, at=11, patch=b"ab12cd34")
+    assert path.read_bytes() == b'{"digest":"ab12cd34"}'
+    assert not temporary.exists()
+    assert stat.S_IMODE(path.stat().st_mode) == 0o644
+
+
+def test_a_temporary_file_that_cannot_be_put_in_place_is_gone(tmp_path: Path) -> None:
+    path = tmp_path / "record.json"
+    temporary = write_temporary(path, (b"x",), error=RenderError, sync=True)
+    (tmp_path / "record.json").mkdir()  # a directory where the file goes
+    (tmp_path / "record.json" / "in the way").touch()
+    with pytest.raises(RenderError, match="cannot write"):
+        put_in_place(temporary, path, error=RenderError)
+    assert not temporary.exists()

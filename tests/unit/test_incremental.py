@@ -5,7 +5,6 @@ from __future__ import annotations
 
 import array
 import bisect
-import dataclasses
 import itertools
 import json
 import os
@@ -250,17 +249,6 @@ def test_a_memo_reads_back_as_written(tmp_path: Path) -> None:
         memo.log,
         memo.apex,
     )
-
-
-def test_a_memo_written_from_sections_made_before_its_base_is_the_same_memo(
-    tmp_path: Path,
-) -> None:
-    early = _memo(base="")
-    sections = early.sections()  # made while the outputs are written
-    late = dataclasses.replace(early, base="after the outputs")
-    late.write(tmp_path / "memo.json", sections)
-    assert (tmp_path / "memo.json").read_bytes() == late.to_bytes()
-    assert Memo.read(tmp_path / "memo.json") is not None
 
 
 def _recount(data: bytes) -> bytes:

@@ -21,14 +21,16 @@ from alter_publish.definition.model import load_zone
 from alter_publish.definition.state import SerialState, state_path_for
 from alter_publish.dns.zonetext import parse_zone_text
 from alter_publish.errors import AlterError, DefinitionError, RenderError
-from alter_publish.fileio import write_unsynced
+from alter_publish.fileio import write_temporary
 from alter_publish.format.ed25519 import SigningKey
 from alter_publish.format.identitylog import log_path_for, read_log
 from alter_publish.keys.lifecycle import LogIndex
 from alter_publish.keys.store import KeyStore
 from alter_publish.mapped import MappedFile
+from alter_publish.outputset import Staging
 from alter_publish.pipeline import commit as commit_module
 from alter_publish.pipeline import default_templates_dir, output_paths, sign
+from alter_publish.pipeline import memory as memory_module
 from alter_publish.pipeline import patch as patch_module
 from alter_publish.pipeline.build import find_layout, render
 from alter_publish.pipeline.chain import LoadedKey, decide
@@ -85,6 +87,13 @@ def _outputs(ws: Workspace) -> dict[str, bytes]:
         for path in sorted(ws.root.rglob("*"))
         if path.is_file() and "keys" not in path.parts
     }
+
+
+def _edit_drew_back(ws: Workspace) -> None:
+    text = ws.zone_file.read_text()
+    edited = "  - {handle: ~drew, resolver: 'https://example.com/d'}\n"
+    assert edited in text
+    ws.zone_file.write_text(text.replace(edited, "  - ~drew\n"))
 
 
 def _edit_drew(ws: Workspace) -> None:
@@ -404,7 +413,7 @@ def test_a_patch_copies_its_files_before_it_commits_and_syncs_them_after_the_sta
     _edit_drew(ws)
     ctx = _ctx(ws, now=NOW + MINUTE)
     events: list[str] = []
-    copy, made, durable = write_unsynced, memo_after, commit_module._durable
+    copy, made, durable = write_temporary, memo_after, commit_module._durable
 
     def copies(path: Path, *args: Any, **kwargs: Any) -> Path:
         temporary = copy(path, *args, **kwargs)
@@ -426,7 +435,7 @@ def test_a_patch_copies_its_files_before_it_commits_and_syncs_them_after_the_sta
         names.append(Path(f"/proc/self/fd/{fd}").readlink().name)
         fsync(fd)
 
-    monkeypatch.setattr(commit_module, "write_unsynced", copies)
+    monkeypatch.setattr(commit_module, "write_temporary", copies)
     monkeypatch.setattr(patch_module, "memo_after", memo)
     monkeypatch.setattr(commit_module, "_durable", synced)
     monkeypatch.setattr(os, "fsync", named)
@@ -445,6 +454,42 @@ def test_a_patch_copies_its_files_before_it_commits_and_syncs_them_after_the_sta
     assert state < order.index(".example.com.envelopes.json")
     assert not _writers()
     assert not _staging(ws)
+
+
+def test_a_patchs_record_is_written_and_synced_before_the_switch_but_for_its_digests(
+    workspace: Workspace, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # The fingerprint (4 MB at 100,000 handles) and memo (17 MB) are written while the
+    # outputs are synced; after the switch only their digests go in.
+    ws = _signed(workspace)
+    _edit_drew(ws)
+    events: list[str] = []
+    temporary, switch = write_temporary, Staging.switch
+
+    def writes(path: Path, *args: Any, **kwargs: Any) -> Path:
+        events.append(f"{path.name} {kwargs.get('sync')}")
+        return temporary(path, *args, **kwargs)
+
+    def switches(staging: Staging) -> None:
+        events.append("switch")
+        switch(staging)
+
+    monkeypatch.setattr(memory_module, "write_temporary", writes)
+    monkeypatch.setattr(Staging, "switch", switches)
+    ctx = _ctx(ws, now=NOW + MINUTE)
+    run = patched(ctx, ZoneStart.read(ctx, ws.zone_file))
+    assert isinstance(run, Patched)
+    assert run.commit(ctx, True).patched == ("~drew",)
+    assert events == [
+        ".example.com.yaml.fingerprint.json True",
+        ".example.com.yaml.memo.json True",
+        "switch",
+    ]
+    later = _ctx(ws, now=NOW + 2 * MINUTE)
+    assert unchanged(later, ZoneStart.read(later, ws.zone_file)) is not None
+    _edit_drew_back(ws)
+    run = patched(later, ZoneStart.read(later, ws.zone_file))  # the memo holds: patched again
+    assert isinstance(run, Patched)
 
 
 def test_a_patch_with_no_thread_to_spare_copies_and_commits_in_the_callers(

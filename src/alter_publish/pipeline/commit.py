@@ -27,7 +27,7 @@ from alter_publish.fileio import (
     put_in_place,
     text_differs,
     write_compared,
-    write_unsynced,
+    write_temporary,
 )
 from alter_publish.interrupts import deferred_interrupts
 from alter_publish.outputset import OutputSet, Staging
@@ -104,8 +104,9 @@ def start_writes(
     out: Path, zone: str, zone_file: Chunks | None, envelopes_file: Chunks | None
 ) -> Started:
     """Start copying a patch's zone file and envelopes document (None: kept as they are)
-    into the next generation of ``zone``'s output set in ``out``, a thread each; they
-    are synced at the commit, after the log and state (:func:`fileio.write_unsynced`).
+    into the next generation of ``zone``'s output set in ``out``, a thread each: unsynced
+    temporary files (:func:`fileio.write_temporary`), synced at the commit, after the log
+    and state.
 
     Raises:
         RenderError: the output set cannot be prepared.
@@ -118,7 +119,9 @@ def start_writes(
     try:
         for name, content in files.items():
             if content is not None:
-                copy = partial(write_unsynced, staging.path(name), content.parts, error=RenderError)
+                copy = partial(
+                    write_temporary, staging.path(name), content.parts, error=RenderError
+                )
                 copies[name] = soon(copy, f"write {name}")
     except BaseException:
         Started(staging, copies).discard()

@@ -95,22 +95,20 @@ class Memo:
     envelopes_serial_at: int
     keys_mark: Mark = NO_JOURNAL
 
-    def to_bytes(self, sections: Sequence[bytes] | None = None) -> bytes:
+    def to_bytes(self) -> bytes:
         """The memo's bytes: a JSON line of the small fields and each section's length,
         then the sections (texts joined, integers as little-endian 64-bit), so that
-        100,000 handles' texts and offsets are neither escaped nor parsed one by one.
-        ``sections``: :meth:`sections` of a memo that differs from this one at most in
-        the small fields (made while the outputs were written)."""
+        100,000 handles' texts and offsets are neither escaped nor parsed one by one."""
         head: dict[str, Any] = {"format": MEMO_FORMAT}
         for name in self.__slots__:
             if name not in _TEXTS and name not in _INTEGERS:
                 value = getattr(self, name)
                 head[name] = value.to_text() if isinstance(value, Mark) else value
-        made = self.sections() if sections is None else sections
+        made = self._sections()
         head["sections"] = [len(section) for section in made]
         return b"".join([json.dumps(head, separators=(",", ":")).encode(), b"\n", *made])
 
-    def sections(self) -> list[bytes]:
+    def _sections(self) -> list[bytes]:
         """The sections' bytes, in :data:`_SECTIONS` order: the bulk of :meth:`to_bytes`."""
         return [
             _TEXTS[name].join(getattr(self, name)).encode()
@@ -209,13 +207,13 @@ class Memo:
                     return False
         return True
 
-    def write(self, path: Path, sections: Sequence[bytes] | None = None) -> None:
-        """Write the memo atomically (``sections``: as for :meth:`to_bytes`).
+    def write(self, path: Path) -> None:
+        """Write the memo atomically.
 
         Raises:
             RenderError: it cannot be written.
         """
-        atomic_write_bytes(path, self.to_bytes(sections), error=RenderError)
+        atomic_write_bytes(path, self.to_bytes(), error=RenderError)
 
 
 def _ascending(values: Sequence[int]) -> bool:

@@ -17,6 +17,8 @@ from alter_publish.definition.state import SERIAL_MAX, SignatureWindow
 from alter_publish.dns.records import (
     labels_of,
 )
+from alter_publish.errors import RenderError
+from alter_publish.fileio import put_in_place, write_temporary
 from alter_publish.format.envelope import (
     CLOCK_SKEW_SECONDS,
 )
@@ -138,11 +140,14 @@ def fingerprint_later(
         keys_digest=keys_digest,
         keys_mark=keys.mark,
     )
-    text = record.text_later()
+    path = fingerprint_path(ctx.out, spec.path)
+    # Written and synced now, with the digest's place held: the function writes it there.
+    draft = record.text_later()(_HELD).encode()
+    at = _held_at(draft, "digest")
+    temporary = write_temporary(path, (draft,), error=RenderError, sync=True)
 
     def write() -> None:
-        made, path = digest(), fingerprint_path(ctx.out, spec.path)
-        dataclasses.replace(record, digest=made).write(path, text(made))
+        put_in_place(temporary, path, error=RenderError, at=at, patch=digest().encode())
 
     return write
 
@@ -158,22 +163,41 @@ def patch_record_later(
     memo: Memo,
 ) -> Callable[[], None]:
     """The fingerprint (:func:`fingerprint_later`) and ``memo`` (its key lines ``keys``)
-    of a patched run, made ready while its outputs are written: the memo's sections now,
-    its base digest (of the outputs) by the function it gives, which writes both.
+    of a patched run, made ready while its outputs are written: both written to
+    temporary files and synced now, but for their digests (of the outputs, known once
+    they are switched to), which the function it gives writes in place before it
+    renames them (the fingerprint first).
 
     Raises:
         RenderError: (the function it gives) the fingerprint or memo cannot be written.
     """
     fingerprint = fingerprint_later(ctx, spec, entries.text, handle_keys, keys, span, summary)
-    memo = dataclasses.replace(memo, keys=keys.lines, keys_mark=keys.mark)
-    sections = memo.sections()
+    memo = dataclasses.replace(memo, keys=keys.lines, keys_mark=keys.mark, base=_HELD)
+    path = memo_path(ctx.out, spec.path)
+    draft = memo.to_bytes()
+    at = _held_at(draft, "base")
+    temporary = write_temporary(path, (draft,), error=RenderError, sync=True)
 
     def write() -> None:
-        fingerprint()
+        try:
+            fingerprint()
+        except BaseException:
+            temporary.unlink(missing_ok=True)
+            raise
         digest = base_digest(ctx, spec.path, spec.origin, entries)
-        dataclasses.replace(memo, base=digest).write(memo_path(ctx.out, spec.path), sections)
+        put_in_place(temporary, path, error=RenderError, at=at, patch=digest.encode())
 
     return write
+
+
+#: A digest's place (64 hex digits) in a record written before the digest is known.
+_HELD = "0" * 64
+
+
+def _held_at(draft: bytes, key: str) -> int:
+    """Where the digest held for ``key`` starts in ``draft`` (its first such key: the
+    fingerprint's first, the memo's in its first line)."""
+    return draft.index(f'"{key}":"{_HELD}"'.encode()) + len(key) + 4
 
 
 def tls_files(spec: ZoneSpec) -> list[str]:
