@@ -18,7 +18,7 @@ import pytest
 
 from alter_publish import parallel
 from alter_publish.definition.model import load_zone
-from alter_publish.definition.state import SerialState, state_path_for
+from alter_publish.definition.state import SerialState, state_path_for, zone_sha256_soon
 from alter_publish.dns.zonetext import parse_zone_text
 from alter_publish.errors import AlterError, DefinitionError, RenderError
 from alter_publish.fileio import write_temporary
@@ -490,6 +490,28 @@ def test_a_patchs_record_is_written_and_synced_before_the_switch_but_for_its_dig
     _edit_drew_back(ws)
     run = patched(later, ZoneStart.read(later, ws.zone_file))  # the memo holds: patched again
     assert isinstance(run, Patched)
+
+
+def test_a_patch_whose_text_comes_back_as_the_last_runs_declines(
+    workspace: Workspace, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # The serial moves on as soon as a line changed, while the text's digest is made in
+    # a thread; were that digest the state's after all, the serial should not have moved.
+    ws = _signed(workspace)
+    _edit_drew(ws)
+    ctx = _ctx(ws, now=NOW + MINUTE)
+    state = SerialState.read(state_path_for(ws.zone_file))
+    assert state is not None
+    soon = zone_sha256_soon
+
+    def as_before(parts: Any, name: str = "zone-sha256") -> Any:
+        made = soon(parts, name)
+        return (lambda: (made(), state.digest)[1]) if name == "zone-draft-sha256" else made
+
+    monkeypatch.setattr(patch_module, "zone_sha256_soon", as_before)
+    assert patched(ctx, ZoneStart.read(ctx, ws.zone_file)) is None
+    assert not _writers()
+    assert not _staging(ws)
 
 
 def test_a_patch_with_no_thread_to_spare_copies_and_commits_in_the_callers(

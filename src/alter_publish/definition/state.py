@@ -251,6 +251,10 @@ class SerialState:
         """The serial for content ``digest``: unchanged content keeps the serial."""
         if digest == self.digest:
             return self.serial
+        return self.moved_on(now)
+
+    def moved_on(self, now: int) -> int:
+        """The serial for content other than the state's."""
         return min(max(self.serial + 1, now), SERIAL_MAX)
 
 
@@ -272,8 +276,8 @@ def zone_sha256(parts: Iterable[str | Chunk]) -> str:
     return sha.hexdigest()
 
 
-def zone_sha256_soon(parts: Sequence[str | Chunk]) -> Callable[[], str]:
-    """:func:`zone_sha256` of ``parts`` made in a thread while the caller goes on
+def zone_sha256_soon(parts: Sequence[str | Chunk], name: str = "zone-sha256") -> Callable[[], str]:
+    """:func:`zone_sha256` of ``parts`` made in a thread (called ``name``) while the caller goes on
     (hashlib lets go of the interpreter's lock for large buffers: 127 MB at 100,000
     handles, 0.1 s). No thread to spare: made now.
 
@@ -282,7 +286,7 @@ def zone_sha256_soon(parts: Sequence[str | Chunk]) -> Callable[[], str]:
         raises what the thread raised: ``TypeError`` for a part that is not a text or
         a chunk), so that no thread outlives its caller.
     """
-    return soon(lambda: zone_sha256(parts), "zone-sha256")
+    return soon(lambda: zone_sha256(parts), name)
 
 
 class KeyState(Protocol):

@@ -9,7 +9,6 @@ from __future__ import annotations
 
 import contextlib
 import dataclasses
-import hashlib
 import re
 import struct
 import time
@@ -142,7 +141,8 @@ class _Rendered:
     old_zone: Bytes  # mapped: see :mod:`alter_publish.mapped`
     old_envelopes: Bytes
     serial: int
-    digest: str  # of the zone text with serial 0 (the serial state's digest)
+    #: The serial state's digest (of the zone text with serial 0): waits for its thread.
+    digest: Callable[[], str]
     envelopes_serial_end: int
     zone_edits: list[Edit]  # the serial, then each changed, added or removed handle's lines
     added: dict[int, Edit]  # per added entry, the edit that inserts its lines
@@ -187,13 +187,14 @@ def _render(
     log_edits = log_line_edit(old_zone, memo.segments[0], serial_end, log)
     if log_edits is None:
         return None
-    draft = hashlib.sha256()
     rendered = memoryview(old_zone)[: memo.rendered_end]
     zero: list[Edit] = [(memo.serial_at, serial_end, b"0"), *log_edits, *segment_edits]
-    for chunk in apply_edits(rendered, zero):
-        draft.update(chunk)
-    draft.update(dnssec_fingerprint(spec, base.zone_keys, base.window).encode())
-    serial = base.state.next_for(draft.hexdigest(), ctx.now)
+    parts = [*apply_edits(rendered, zero), dnssec_fingerprint(spec, base.zone_keys, base.window)]
+    digest = zone_sha256_soon(parts, "zone-draft-sha256")
+    # The text changed, so its digest is not the state's: the serial moves on, and the
+    # digest (of 50 MB at 100,000 handles) is made beside the DNSSEC work (and checked).
+    moved = any(old_zone[start:end] != new for start, end, new in zero[1:])
+    serial = base.state.moved_on(ctx.now) if moved else base.state.next_for(digest(), ctx.now)
     head_edits: list[Edit] = [(memo.serial_at, serial_end, str(serial).encode()), *log_edits]
     zone_edits = [*head_edits, *segment_edits]
     head = b"".join(apply_edits(old_zone[: memo.segments[0]], head_edits)).decode()
@@ -202,7 +203,7 @@ def _render(
         old_zone,
         old_envelopes,
         serial,
-        draft.hexdigest(),
+        digest,
         env_serial_end,
         zone_edits,
         added,
@@ -243,6 +244,7 @@ def _patched_zone(
     changed lines to prove, from the last ``outputs`` (one set); None when anything does
     not fit."""
     zone_file, envelopes_file, _ = outputs
+    rendered = None
     try:
         with watch.stage("render"):
             rendered = _render(ctx, base, signed, (zone_file, envelopes_file), log)
@@ -264,8 +266,19 @@ def _patched_zone(
         )
         mini = proof_answerer("".join(proof_text), base.spec.origin, zone_file.name)
     except (ValueError, IndexError, UnicodeDecodeError, RenderError):  # a full run instead
+        _joined(rendered)
         return None
+    except BaseException:
+        _joined(rendered)
+        raise
     return rendered, zone_edits, dnssec, mini
+
+
+def _joined(rendered: _Rendered | None) -> None:
+    """Wait for the rendered text's digest (no thread outlives the patch)."""
+    if rendered is not None:
+        with contextlib.suppress(Exception):
+            rendered.digest()
 
 
 def _patched_blocks(rendered: _Rendered, base: PatchBase, where: str, jobs: int) -> _Signed:
@@ -602,10 +615,29 @@ def patched(ctx: RunContext, start: ZoneStart) -> Patched | None:
     made = _patched_zone(ctx, base, signed, watch, outputs, log)
     if made is None:
         return None
+    try:
+        return _proven(ctx, base, chained, publication, made, outputs[2], watch)
+    except BaseException:
+        _joined(made[0])
+        raise
+
+
+def _proven(
+    ctx: RunContext,
+    base: PatchBase,
+    chained: _Chained,
+    publication: Publication,
+    made: tuple[_Rendered, list[Edit], _Signed | None, Answerer],
+    ds_file: Path,
+    watch: Stopwatch,
+) -> Patched | None:
+    """The patch proven, its files being copied and its memo and state made; None when
+    its text came back as the last run's after all (then: a full run)."""
     rendered, zone_edits, dnssec, mini = made
+    signed = chained.chain.signed
     with watch.stage("proof"):
         log_text = None if rendered.log is None else rendered.log.texts[0]
-        proof = prove_patch(ctx, base, chained.expectations, log_text, mini, outputs[2])
+        proof = prove_patch(ctx, base, chained.expectations, log_text, mini, ds_file)
     handle_keys, lines = _handle_keys(ctx, base, signed, base.keys.lines)
     # Taken before any thread starts: taking many forks workers.
     recorded = None if ctx.check else _recorded_keys(ctx, base, handle_keys, lines)
@@ -624,16 +656,20 @@ def patched(ctx: RunContext, start: ZoneStart) -> Patched | None:
         )
         ttls_dues = (tuple(ttls), tuple(dues))
         memo = memo_after(base, chained.chain.tree, rendered.serial, edits, lines, ttls_dues)
+        digest = rendered.digest()
         state = dataclasses.replace(
             base.state,
             serial=rendered.serial,
-            digest=rendered.digest,
+            digest=digest,
             signatures=base.window or base.state.signatures,
             zone_sha256=files.zone_sha256(),
         )
     except BaseException:
         files.discard()
         raise
+    if base.state.next_for(digest, ctx.now) != rendered.serial:  # the text came back
+        files.discard()
+        return None
     return Patched(
         base=base,
         chained=chained,
