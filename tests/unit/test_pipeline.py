@@ -355,6 +355,19 @@ def test_unchanged_hashes_the_inputs_inside_its_span(workspace: Workspace) -> No
     assert ctx.digests  # the definition, log and state were compared by content
 
 
+def test_unchanged_says_no_to_an_edited_definition_before_hashing_anything_else(
+    workspace: Workspace,
+) -> None:
+    ws = _signed(workspace)
+    _edit_drew(ws)
+    ctx = _ctx(ws, now=NOW + MINUTE)
+    start = ZoneStart.read(ctx, ws.zone_file)
+    assert start.record is not None
+    assert start.record.source_sha256
+    assert unchanged(ctx, start) is None
+    assert [key[0] for key in ctx.digests] == [str(ws.zone_file)]  # no log, state, keys
+
+
 def test_patched_takes_just_the_handle_edited(workspace: Workspace) -> None:
     ws = _signed(workspace)
     _edit_drew(ws)

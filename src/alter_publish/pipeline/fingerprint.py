@@ -67,16 +67,22 @@ DigestMemo = dict[tuple[str, int, int, int], str]
 
 
 def _content_line(path: Path, digests: DigestMemo | None) -> str:
+    return f"{path} {content_digest(path, digests)}\n"
+
+
+def content_digest(path: Path, digests: DigestMemo | None) -> str:
+    """The SHA-256 (hex) of ``path``'s bytes, looked up in ``digests`` or hashed and
+    remembered there; ``-`` when it cannot be read."""
     if digests is None:
-        return f"{path} {_content_digest(path)}\n"
+        return _content_digest(path)
     try:
         info = path.stat()
     except OSError:
-        return f"{path} -\n"
+        return "-"
     key = (str(path), info.st_ino, info.st_size, info.st_mtime_ns)
     if key not in digests:
         digests[key] = _content_digest(path)
-    return f"{path} {digests[key]}\n"
+    return digests[key]
 
 
 def hashed_as_is(digests: DigestMemo, path: Path, fd: int) -> bool:
@@ -182,15 +188,17 @@ class Inputs:
         its outputs are written, and the function once they are."""
         dirs, epochs = split_handle_keys(self.handle_keys)
         keys = f"{json.dumps(dirs)}\n{epochs}\n{keys_digest}\n"
-        if self.definition_text is None:
-            definition = _content_line(self.definition, self.digests)
-        else:
-            digest = hashlib.sha256(self.definition_text.encode()).hexdigest()
-            definition = f"{self.definition} {digest}\n"
+        definition = f"{self.definition} {self.definition_sha256()}\n"
         if self.digests is not None:  # what has not changed by then is looked up, not hashed
             for path in self.content_files:
                 _content_line(path, self.digests)
         return functools.partial(self._digest, definition, keys)
+
+    def definition_sha256(self) -> str:
+        """The SHA-256 (hex) of the definition: of the text the run read, or the file's."""
+        if self.definition_text is None:
+            return content_digest(self.definition, self.digests)
+        return hashlib.sha256(self.definition_text.encode()).hexdigest()
 
     def base_digest(self, header: str) -> str:
         """SHA-256 over everything but the definition's handle entries and the handle
@@ -360,6 +368,9 @@ class Fingerprint:
     #: journal stood when it took them.
     keys_digest: str = ""
     keys_mark: Mark = NO_JOURNAL
+    #: The SHA-256 of the definition the run read ("": a record that did not keep it): a
+    #: run whose definition has another is not unchanged, whatever else holds.
+    source_sha256: str = ""
 
     def keys_digest_now(self, root: Path | str, *, jobs: int = 1) -> str | None:
         """The digest of the handle key lines now, for :meth:`Inputs.digest`: the
@@ -395,6 +406,7 @@ class Fingerprint:
             "handle_epochs": keys[1],
             "keys_digest": self.keys_digest,
             "keys_mark": self.keys_mark.to_text(),
+            "source_sha256": self.source_sha256,
             "summary": dict(self.summary),
         }
         rest = json.dumps(doc, separators=(",", ":"), sort_keys=True)
@@ -418,6 +430,7 @@ class Fingerprint:
                 summary=dict(doc["summary"]),
                 keys_digest=str(doc["keys_digest"]),
                 keys_mark=Mark.from_text(doc["keys_mark"]),
+                source_sha256=str(doc.get("source_sha256", "")),
             )
         except (OSError, ValueError, KeyError, TypeError):
             return None

@@ -139,6 +139,7 @@ def fingerprint_later(
         summary=summary,
         keys_digest=keys_digest,
         keys_mark=keys.mark,
+        source_sha256=inputs.definition_sha256(),
     )
     path = fingerprint_path(ctx.out, spec.path)
     # Written and synced now, with the digest's place held: the function writes it there.
