@@ -191,7 +191,7 @@ def test_a_key_rotated_while_a_patch_runs_is_patched_in_by_the_next_run(
     it would make the next run say nothing changed)."""
     root = _workspace(tmp_path / "ws")
     real = fingerprint.recorded_key_lines
-    target = "alter_publish.pipeline.patch.recorded_key_lines"
+    target = "alter_publish.pipeline.patchbase.recorded_key_lines"
 
     def rotated_meanwhile(*args: Any, **kwargs: Any) -> Any:
         spec = load_zone(root / "zones" / f"{ZONE}.yaml")

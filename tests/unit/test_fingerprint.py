@@ -111,7 +111,7 @@ def test_a_digest_made_ready_early_is_of_the_files_as_they_are_when_asked(
         definition_text="zone: a.example\n",
         digests=digests,
     )
-    later = inputs.digest_later("k")
+    later = inputs.digest_later(inputs.keys_line("k"))
     assert any(key[0] == str(log) for key in digests)  # the log hashed already
     before = inputs.digest("k")
     replaced = tmp_path / "state.new"  # the state replaced by rename, as its writer does

@@ -178,21 +178,25 @@ class Inputs:
     def digest(self, keys_digest: str) -> str:
         """SHA-256 over every tracked input and output (``keys_digest``: the
         :func:`lines_digest` of the :func:`handle_key_lines` of ``handle_keys``)."""
-        return self.digest_later(keys_digest)()
+        return self.digest_later(self.keys_line(keys_digest))()
 
-    def digest_later(self, keys_digest: str) -> Callable[[], str]:
+    def keys_line(self, keys_digest: str, split: tuple[list[str], str] | None = None) -> str:
+        """The digest's line of the handle keys (``split``: :func:`split_handle_keys` of
+        ``handle_keys``, made already)."""
+        dirs, epochs = split_handle_keys(self.handle_keys) if split is None else split
+        return f"{json.dumps(dirs)}\n{epochs}\n{keys_digest}\n"
+
+    def digest_later(self, keys_line: str) -> Callable[[], str]:
         """:meth:`digest`, with the work that the files a run writes last cannot change
-        done now (the handle keys' and the definition's lines; with a memo of content
-        digests, the content files hashed as they are now): the function it gives makes
-        the digest of the files as they are when it is called. A run calls this while
-        its outputs are written, and the function once they are."""
-        dirs, epochs = split_handle_keys(self.handle_keys)
-        keys = f"{json.dumps(dirs)}\n{epochs}\n{keys_digest}\n"
+        done now (the definition's line; with a memo of content digests, the content
+        files hashed as they are now; ``keys_line``: :meth:`keys_line`): the function it
+        gives makes the digest of the files as they are when it is called. A run calls
+        this while its outputs are written, and the function once they are."""
         definition = f"{self.definition} {self.definition_sha256()}\n"
         if self.digests is not None:  # what has not changed by then is looked up, not hashed
             for path in self.content_files:
                 _content_line(path, self.digests)
-        return functools.partial(self._digest, definition, keys)
+        return functools.partial(self._digest, definition, keys_line)
 
     def definition_sha256(self) -> str:
         """The SHA-256 (hex) of the definition: of the text the run read, or the file's."""
@@ -392,17 +396,18 @@ class Fingerprint:
         """JSON form."""
         return self.text_later()(self.digest)
 
-    def text_later(self) -> Callable[[str], str]:
+    def text_later(self, split: tuple[list[str], str] | None = None) -> Callable[[str], str]:
         """:meth:`to_text` made now but for the digest, which the function it gives takes
         (the JSON of 100,000 handles' key directories is made while a patch's outputs
-        are written; the digest is known once they are)."""
+        are written; the digest is known once they are). ``split``:
+        :func:`split_handle_keys` of ``handle_keys``, made already."""
         doc = {
             "format": FINGERPRINT_FORMAT,
             "valid_from": self.valid_from,
             "valid_until": self.valid_until,
             "zone": self.zone,
             "zone_keys_dir": self.zone_keys_dir,
-            "handle_dirs": (keys := split_handle_keys(self.handle_keys))[0],
+            "handle_dirs": (keys := split or split_handle_keys(self.handle_keys))[0],
             "handle_epochs": keys[1],
             "keys_digest": self.keys_digest,
             "keys_mark": self.keys_mark.to_text(),

@@ -33,6 +33,7 @@ from alter_publish.pipeline.fingerprint import (
     fingerprint_path,
     forget,
     lines_digest,
+    split_handle_keys,
 )
 from alter_publish.pipeline.incremental import Memo, memo_path
 from alter_publish.pipeline.paths import default_templates_dir
@@ -96,8 +97,14 @@ def record_fingerprint(ctx: RunContext, plan: ZonePlan, source: str) -> KeyLines
     summary |= spec.log.to_mapping()
     span = valid_span(plan.signed, plan.state.signatures, spec)
     keys = all_key_lines(ctx.keys.root, spec.origin, handle_keys, jobs=ctx.jobs)
-    fingerprint_later(ctx, spec, source, handle_keys, keys, span, summary)()
+    fingerprint_later(ctx, spec, source, handle_keys, keys, span, summary)()()
     return keys
+
+
+#: A record made in three steps: made now, needing no file; written (a function that
+#: writes it to a temporary file, synced, but for its digest); put in place (a function
+#: that writes the digest in and renames the file).
+Drafted = Callable[[], Callable[[], None]]
 
 
 def fingerprint_later(
@@ -108,14 +115,16 @@ def fingerprint_later(
     keys: KeyLines,
     span: tuple[int, int],
     summary: Mapping[str, Any],
-) -> Callable[[], None]:
+) -> Drafted:
     """Record a proven, written run of ``spec`` (see :mod:`fingerprint`; ``keys``: the
-    lines of its ``handle_keys``) in two steps: what the run's last writes cannot change
-    is made now (:meth:`Inputs.digest_later`); the function it gives makes the rest and
-    writes the record. Call it once the outputs and the state are written.
+    lines of its ``handle_keys``) in three steps (:data:`Drafted`): its JSON now, with
+    the digest's place held; the first function it gives hashes what the run's last
+    writes cannot change (:meth:`Inputs.digest_later`: call it once the log and state
+    are written) and writes the record, synced; the second makes the rest of the digest
+    and puts it in (once the outputs and the state are written).
 
     Raises:
-        RenderError: (the function it gives) the record cannot be written.
+        RenderError: (the functions it gives) the record cannot be written.
     """
     zone_keys_dir = str(ctx.keys.zones.directory(spec.origin))
     inputs = fingerprint_inputs(
@@ -128,7 +137,8 @@ def fingerprint_later(
         tls_files=[str(name) for name in summary.get("tls_files", ())],
     )
     keys_digest = lines_digest(keys.lines)
-    digest = inputs.digest_later(keys_digest)
+    split = split_handle_keys(handle_keys)  # made once: the digest's line and the JSON
+    keys_line = inputs.keys_line(keys_digest, split)
     record = Fingerprint(
         digest="",
         valid_from=span[0],
@@ -142,13 +152,15 @@ def fingerprint_later(
         source_sha256=inputs.definition_sha256(),
     )
     path = fingerprint_path(ctx.out, spec.path)
-    # Written and synced now, with the digest's place held: the function writes it there.
-    draft = record.text_later()(_HELD).encode()
+    draft = record.text_later(split)(_HELD).encode()
     at = _held_at(draft, "digest")
-    temporary = write_temporary(path, (draft,), error=RenderError, sync=True)
 
-    def write() -> None:
-        put_in_place(temporary, path, error=RenderError, at=at, patch=digest().encode())
+    def write() -> Callable[[], None]:
+        digest = inputs.digest_later(keys_line)
+        temporary = write_temporary(path, (draft,), error=RenderError, sync=True)
+        return lambda: put_in_place(
+            temporary, path, error=RenderError, at=at, patch=digest().encode()
+        )
 
     return write
 
@@ -162,31 +174,36 @@ def patch_record_later(
     span: tuple[int, int],
     summary: Mapping[str, Any],
     memo: Memo,
-) -> Callable[[], None]:
+) -> Drafted:
     """The fingerprint (:func:`fingerprint_later`) and ``memo`` (its key lines ``keys``)
-    of a patched run, made ready while its outputs are written: both written to
-    temporary files and synced now, but for their digests (of the outputs, known once
-    they are switched to), which the function it gives writes in place before it
-    renames them (the fingerprint first).
+    of a patched run, in the three steps of :data:`Drafted`: made while the outputs are
+    copied, written to temporary files and synced while they are synced, the digests
+    (of the outputs, known once they are switched to) written in before each is renamed
+    (the fingerprint first).
 
     Raises:
-        RenderError: (the function it gives) the fingerprint or memo cannot be written.
+        RenderError: (the functions it gives) the fingerprint or memo cannot be written.
     """
     fingerprint = fingerprint_later(ctx, spec, entries.text, handle_keys, keys, span, summary)
     memo = dataclasses.replace(memo, keys=keys.lines, keys_mark=keys.mark, base=_HELD)
     path = memo_path(ctx.out, spec.path)
     draft = memo.to_bytes()
     at = _held_at(draft, "base")
-    temporary = write_temporary(path, (draft,), error=RenderError, sync=True)
 
-    def write() -> None:
-        try:
-            fingerprint()
-        except BaseException:
-            temporary.unlink(missing_ok=True)
-            raise
-        digest = base_digest(ctx, spec.path, spec.origin, entries)
-        put_in_place(temporary, path, error=RenderError, at=at, patch=digest.encode())
+    def write() -> Callable[[], None]:
+        put_fingerprint = fingerprint()
+        temporary = write_temporary(path, (draft,), error=RenderError, sync=True)
+
+        def put() -> None:
+            try:
+                put_fingerprint()
+            except BaseException:
+                temporary.unlink(missing_ok=True)
+                raise
+            digest = base_digest(ctx, spec.path, spec.origin, entries)
+            put_in_place(temporary, path, error=RenderError, at=at, patch=digest.encode())
+
+        return put
 
     return write
 

@@ -49,9 +49,7 @@ from alter_publish.pipeline.commit import Chunks, Started, Writes, commit, start
 from alter_publish.pipeline.context import ProvenRun, RunContext, ZoneStart
 from alter_publish.pipeline.fingerprint import (
     KeyLines,
-    handle_key_lines,
     hashed_as_is,
-    recorded_key_lines,
 )
 from alter_publish.pipeline.incremental import (
     Edit,
@@ -60,11 +58,19 @@ from alter_publish.pipeline.incremental import (
     respliced,
 )
 from alter_publish.pipeline.memory import (
+    Drafted,
     envelope_due,
     patch_record_later,
     valid_span,
 )
-from alter_publish.pipeline.patchbase import PatchBase, patch_base, proof_answerer, prove_patch
+from alter_publish.pipeline.patchbase import (
+    PatchBase,
+    handle_keys_now,
+    patch_base,
+    proof_answerer,
+    prove_patch,
+    recorded_keys,
+)
 from alter_publish.pipeline.patchmemo import PatchEdits, memo_after
 from alter_publish.pipeline.patchrenew import header_window, renewal, renewed
 from alter_publish.pipeline.patchtext import (
@@ -336,25 +342,6 @@ def _patched_blocks(rendered: _Rendered, base: PatchBase, where: str, jobs: int)
     return _Signed(edits, chain, (count, renewed(chain.edits, base)))
 
 
-def _handle_keys(
-    ctx: RunContext, base: PatchBase, signed: Sequence[SignedHandle], handle_lines: Sequence[str]
-) -> tuple[tuple[tuple[str, int], ...], tuple[str, ...]]:
-    """The record's handle keys and their ``stat`` lines, in the definition's order now:
-    the changed and added handles' taken anew."""
-    old_keys, origin = base.record.handle_keys, base.spec.origin
-    handle_keys = respliced(old_keys, base.removed, dict.fromkeys(base.added, ("", 0)))
-    lines = respliced(handle_lines, base.removed, dict.fromkeys(base.added, ""))
-    for position, item in zip(base.changed, signed, strict=True):
-        old = base.olds[position]
-        handle = item.spec.handle
-        directory = (
-            old_keys[old][0] if old is not None else ctx.keys.handle_dir_text(origin, handle)
-        )
-        handle_keys[position] = (directory, item.envelope.epoch)
-        lines[position] = handle_key_lines([handle_keys[position]])[0]
-    return tuple(handle_keys), tuple(lines)
-
-
 @dataclass(frozen=True, slots=True)
 class Patched:
     """An incremental run of one zone: a few handles' lines patched into the last
@@ -411,22 +398,7 @@ class Patched:
         written: list[str] = []
         if committed:
             with self.watch.stage("write"):
-                if ctx.check:
-                    written = commit(ctx, self._writes())
-                else:
-                    keys, record = self.recorded, list[Callable[[], None]]()
-                    assert keys is not None  # noqa: S101 (narrowing: None only for a check)
-
-                    def prepare() -> None:  # while the outputs are written (0.1 s of 1.3 s)
-                        with contextlib.suppress(Exception):  # made again below, failing there
-                            record.append(self._remember_later(ctx, keys))
-
-                    try:
-                        written = commit(ctx, self._writes(), prepare)
-                    except BaseException:  # the files being copied go (a no-op once switched)
-                        self.discard()
-                        raise
-                    (record[0] if record else self._remember_later(ctx, keys))()
+                written = commit(ctx, self._writes()) if ctx.check else self._commit(ctx)
         else:
             self.discard()
         chain, summary = self.chained.chain, self._summary()
@@ -445,6 +417,33 @@ class Patched:
             changes=tuple(self._changes()),
             log=self.spec.log,
         )
+
+    def _commit(self, ctx: RunContext) -> list[str]:
+        """Commit the patch and leave its record: made while the outputs are copied,
+        written while they are synced, put in place once they are switched to (failing
+        before, it is made again then, and fails there).
+
+        Raises:
+            RenderError: a file cannot be written.
+        """
+        keys = self.recorded
+        assert keys is not None  # noqa: S101 (narrowing: None only for a check)
+        drafted: list[Drafted] = []
+        written: list[Callable[[], None]] = []
+
+        def prepare() -> None:  # while the outputs are synced
+            with contextlib.suppress(Exception):
+                written.append(drafted[0]())
+
+        try:
+            with contextlib.suppress(Exception):  # while the outputs are copied
+                drafted.append(self._remember_later(ctx, keys))
+            done = commit(ctx, self._writes(), prepare)
+        except BaseException:  # the files being copied go (a no-op once switched)
+            self.discard()
+            raise
+        (written[0] if written else self._remember_later(ctx, keys)())()
+        return done
 
     def discard(self) -> None:
         """Drop the files being written (the run does not commit them)."""
@@ -498,9 +497,9 @@ class Patched:
             started=self.started,
         )
 
-    def _remember_later(self, ctx: RunContext, keys: KeyLines) -> Callable[[], None]:
+    def _remember_later(self, ctx: RunContext, keys: KeyLines) -> Drafted:
         """The fingerprint and memo of the run the patch makes, made ready
-        (:func:`patch_record_later`); the function it gives writes them."""
+        (:func:`patch_record_later`)."""
         spec, record = self.spec, self.base.record
         # From when the envelopes patched in are reused, within the last run's (a little
         # late, never early: a run before at worst goes in full); until one falls due.
@@ -560,20 +559,6 @@ class _Files:
         finally:
             if self.started is not None:
                 self.started.discard()
-
-
-def _recorded_keys(
-    ctx: RunContext,
-    base: PatchBase,
-    handle_keys: tuple[tuple[str, int], ...],
-    lines: tuple[str, ...],
-) -> KeyLines:
-    """The key lines the run's record keeps (``lines``: the handles' now)."""
-    # The signed handles' key lines before this run loaded their keys ("": added).
-    before = {i: "" if (o := base.olds[i]) is None else base.keys.lines[o] for i in base.changed}
-    taken = KeyLines(lines, base.keys.mark)
-    root, origin = ctx.keys.root, base.spec.origin
-    return recorded_key_lines(root, origin, handle_keys, taken, before, jobs=ctx.jobs)
 
 
 def _chunks(chunks: tuple[Chunk, ...] | None) -> Chunks | None:
@@ -638,9 +623,9 @@ def _proven(
     with watch.stage("proof"):
         log_text = None if rendered.log is None else rendered.log.texts[0]
         proof = prove_patch(ctx, base, chained.expectations, log_text, mini, ds_file)
-    handle_keys, lines = _handle_keys(ctx, base, signed, base.keys.lines)
+    handle_keys, lines = handle_keys_now(ctx, base, signed)
     # Taken before any thread starts: taking many forks workers.
-    recorded = None if ctx.check else _recorded_keys(ctx, base, handle_keys, lines)
+    recorded = None if ctx.check else recorded_keys(ctx, base, handle_keys, lines)
     files = _Files.start(ctx, base, signed, rendered, zone_edits)
     try:
         ttls = respliced(base.memo.ttls, base.removed, dict.fromkeys(base.added, 0))

@@ -37,7 +37,13 @@ from alter_publish.dns.zonetext import parse_zone_text
 from alter_publish.errors import AlterError, DefinitionError, UnsupportedZoneError
 from alter_publish.format.handles import parse_handle
 from alter_publish.pipeline.context import RunContext, ZoneStart
-from alter_publish.pipeline.fingerprint import Fingerprint, KeyLines, key_lines
+from alter_publish.pipeline.fingerprint import (
+    Fingerprint,
+    KeyLines,
+    handle_key_lines,
+    key_lines,
+    recorded_key_lines,
+)
 from alter_publish.pipeline.incremental import (
     PATCH_MAX_SHARE,
     Alignment,
@@ -45,8 +51,10 @@ from alter_publish.pipeline.incremental import (
     align_entries,
     in_order,
     memo_path,
+    respliced,
 )
 from alter_publish.pipeline.memory import base_digest, shipped_templates
+from alter_publish.pipeline.render import SignedHandle
 from alter_publish.verify.proof import Expectation, ProofReport, prove_zone
 
 #: Up to this share of a zone's envelopes falling due at once, a patch renews them.
@@ -303,3 +311,38 @@ def proof_answerer(text: str, origin: str, where: str) -> Answerer:
         except UnsupportedZoneError:
             pass  # the dnspython engine serves it, as answerer_for decides
     return answerer_for([parse_zone_text(text, origin, where=where)])
+
+
+def handle_keys_now(
+    ctx: RunContext, base: PatchBase, signed: Sequence[SignedHandle]
+) -> tuple[tuple[tuple[str, int], ...], tuple[str, ...]]:
+    """The record's handle keys and their ``stat`` lines, in the definition's order now:
+    the changed and added handles' (``signed``) taken anew, the others' as ``base`` has
+    them."""
+    old_keys, origin = base.record.handle_keys, base.spec.origin
+    handle_keys = respliced(old_keys, base.removed, dict.fromkeys(base.added, ("", 0)))
+    lines = respliced(base.keys.lines, base.removed, dict.fromkeys(base.added, ""))
+    for position, item in zip(base.changed, signed, strict=True):
+        old = base.olds[position]
+        handle = item.spec.handle
+        directory = (
+            old_keys[old][0] if old is not None else ctx.keys.handle_dir_text(origin, handle)
+        )
+        handle_keys[position] = (directory, item.envelope.epoch)
+        lines[position] = handle_key_lines([handle_keys[position]])[0]
+    return tuple(handle_keys), tuple(lines)
+
+
+def recorded_keys(
+    ctx: RunContext,
+    base: PatchBase,
+    handle_keys: tuple[tuple[str, int], ...],
+    lines: tuple[str, ...],
+) -> KeyLines:
+    """The key lines a patch's record keeps (``lines``: the handles' now,
+    :func:`handle_keys_now`); taking many forks workers."""
+    # The signed handles' key lines before this run loaded their keys ("": added).
+    before = {i: "" if (o := base.olds[i]) is None else base.keys.lines[o] for i in base.changed}
+    taken = KeyLines(lines, base.keys.mark)
+    root, origin = ctx.keys.root, base.spec.origin
+    return recorded_key_lines(root, origin, handle_keys, taken, before, jobs=ctx.jobs)
