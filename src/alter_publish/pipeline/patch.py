@@ -361,6 +361,8 @@ class Patched:
     watch: Stopwatch
     publication: Publication
     started: Started | None  # the files being copied (None: ``ctx.check``)
+    #: The new zone's SHA-256 (waits for its thread): the state written has it.
+    zone_sha256: Callable[[], str]
     recorded: KeyLines | None  # the key lines its record keeps (None: ``ctx.check``)
     rank = 1
 
@@ -447,8 +449,12 @@ class Patched:
 
     def discard(self) -> None:
         """Drop the files being written (the run does not commit them)."""
-        if self.started is not None:
-            self.started.discard()
+        try:
+            with contextlib.suppress(Exception):
+                self.zone_sha256()
+        finally:
+            if self.started is not None:
+                self.started.discard()
 
     def _removed(self) -> list[str]:
         return [self.base.memo.refs[old] for old in self.base.removed]
@@ -490,7 +496,7 @@ class Patched:
                 if entries
                 else None
             ),
-            state=self.state,
+            state=dataclasses.replace(self.state, zone_sha256=self.zone_sha256()),
             zone_file=_chunks(self.zone),
             envelopes_file=_chunks(self.envelopes),
             publication=self.publication,
@@ -647,7 +653,7 @@ def _proven(
             serial=rendered.serial,
             digest=digest,
             signatures=base.window or base.state.signatures,
-            zone_sha256=files.zone_sha256(),
+            zone_sha256=None,  # the new zone's, once its thread is done (``_writes``)
         )
     except BaseException:
         files.discard()
@@ -662,6 +668,7 @@ def _proven(
         zone=files.zone,
         envelopes=files.envelopes,
         started=files.started,
+        zone_sha256=files.zone_sha256,
         recorded=recorded,
         memo=memo,
         handle_keys=handle_keys,
