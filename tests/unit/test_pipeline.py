@@ -18,7 +18,7 @@ import pytest
 
 from alter_publish import parallel
 from alter_publish.definition.model import load_zone
-from alter_publish.definition.state import SerialState, state_path_for, zone_sha256_soon
+from alter_publish.definition.state import SerialState, state_path_for
 from alter_publish.dns.zonetext import parse_zone_text
 from alter_publish.errors import AlterError, DefinitionError, RenderError
 from alter_publish.fileio import write_temporary
@@ -45,6 +45,7 @@ from alter_publish.pipeline.plan import plan_zone
 from alter_publish.pipeline.reports import Stopwatch
 from alter_publish.pipeline.unchanged import Unchanged, unchanged
 from alter_publish.pipeline.verification import expectations_for, read_expected
+from alter_publish.threads import soon
 from alter_publish.verify import proof
 from tests.conftest import NOW, Workspace
 
@@ -469,62 +470,41 @@ def test_a_patch_copies_its_files_before_it_commits_and_syncs_them_after_the_sta
     assert not _staging(ws)
 
 
-def test_a_patchs_record_is_written_and_synced_before_the_switch_but_for_its_digests(
+def test_a_patchs_record_is_written_while_the_outputs_are_synced_but_for_its_digests(
     workspace: Workspace, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    # The fingerprint (4 MB at 100,000 handles) and memo (17 MB) are written while the
-    # outputs are synced; after the switch only their digests go in.
+    # The fingerprint (4 MB at 100,000 handles) and memo (17 MB) are written and synced
+    # in threads started before the switch; after it only their digests go in.
     ws = _signed(workspace)
     _edit_drew(ws)
     events: list[str] = []
-    temporary, switch = write_temporary, Staging.switch
+    started, switch = soon, Staging.switch
 
-    def writes(path: Path, *args: Any, **kwargs: Any) -> Path:
-        events.append(f"{path.name} {kwargs.get('sync')}")
-        return temporary(path, *args, **kwargs)
+    def starts(work: Any, name: str, **kwargs: Any) -> Any:
+        events.append(name)
+        return started(work, name, **kwargs)
 
     def switches(staging: Staging) -> None:
         events.append("switch")
         switch(staging)
 
-    monkeypatch.setattr(memory_module, "write_temporary", writes)
+    monkeypatch.setattr(memory_module, "soon", starts)
     monkeypatch.setattr(Staging, "switch", switches)
     ctx = _ctx(ws, now=NOW + MINUTE)
     run = patched(ctx, ZoneStart.read(ctx, ws.zone_file))
     assert isinstance(run, Patched)
     assert run.commit(ctx, True).patched == ("~drew",)
     assert events == [
-        ".example.com.yaml.fingerprint.json True",
-        ".example.com.yaml.memo.json True",
+        "record .example.com.yaml.fingerprint.json",
+        "record .example.com.yaml.memo.json",
         "switch",
     ]
+    assert not [thread for thread in threading.enumerate() if thread.name.startswith("record")]
     later = _ctx(ws, now=NOW + 2 * MINUTE)
     assert unchanged(later, ZoneStart.read(later, ws.zone_file)) is not None
     _edit_drew_back(ws)
     run = patched(later, ZoneStart.read(later, ws.zone_file))  # the memo holds: patched again
     assert isinstance(run, Patched)
-
-
-def test_a_patch_whose_text_comes_back_as_the_last_runs_declines(
-    workspace: Workspace, monkeypatch: pytest.MonkeyPatch
-) -> None:
-    # The serial moves on as soon as a line changed, while the text's digest is made in
-    # a thread; were that digest the state's after all, the serial should not have moved.
-    ws = _signed(workspace)
-    _edit_drew(ws)
-    ctx = _ctx(ws, now=NOW + MINUTE)
-    state = SerialState.read(state_path_for(ws.zone_file))
-    assert state is not None
-    soon = zone_sha256_soon
-
-    def as_before(parts: Any, name: str = "zone-sha256") -> Any:
-        made = soon(parts, name)
-        return (lambda: (made(), state.digest)[1]) if name == "zone-draft-sha256" else made
-
-    monkeypatch.setattr(patch_module, "zone_sha256_soon", as_before)
-    assert patched(ctx, ZoneStart.read(ctx, ws.zone_file)) is None
-    assert not _writers()
-    assert not _staging(ws)
 
 
 def test_a_patch_with_no_thread_to_spare_copies_and_commits_in_the_callers(

@@ -4,7 +4,9 @@
 
 from __future__ import annotations
 
+import contextlib
 import dataclasses
+import functools
 from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
 from typing import Any
@@ -40,6 +42,7 @@ from alter_publish.pipeline.paths import default_templates_dir
 from alter_publish.pipeline.render import (
     SignedHandle,
 )
+from alter_publish.threads import soon
 
 #: An envelope that never expires never falls due (past any ``now`` a run can take).
 NEVER_DUE = SERIAL_MAX * 2
@@ -157,9 +160,9 @@ def fingerprint_later(
 
     def write() -> Callable[[], None]:
         digest = inputs.digest_later(keys_line)
-        temporary = write_temporary(path, (draft,), error=RenderError, sync=True)
+        written = _written_soon(path, draft)
         return lambda: put_in_place(
-            temporary, path, error=RenderError, at=at, patch=digest().encode()
+            written(), path, error=RenderError, at=at, patch=digest().encode()
         )
 
     return write
@@ -192,20 +195,33 @@ def patch_record_later(
 
     def write() -> Callable[[], None]:
         put_fingerprint = fingerprint()
-        temporary = write_temporary(path, (draft,), error=RenderError, sync=True)
+        written = _written_soon(path, draft)
 
         def put() -> None:
             try:
                 put_fingerprint()
             except BaseException:
-                temporary.unlink(missing_ok=True)
+                with contextlib.suppress(Exception):
+                    written().unlink(missing_ok=True)
                 raise
             digest = base_digest(ctx, spec.path, spec.origin, entries)
-            put_in_place(temporary, path, error=RenderError, at=at, patch=digest.encode())
+            put_in_place(written(), path, error=RenderError, at=at, patch=digest.encode())
 
         return put
 
     return write
+
+
+def _written_soon(path: Path, draft: bytes) -> Callable[[], Path]:
+    """Write ``draft`` to a temporary file beside ``path`` and sync it, in a thread: its
+    fsync ends when the outputs synced meanwhile are on disk (ext4's ordered data), so
+    the caller does not wait for it. The function it gives waits and gives the file.
+
+    Raises:
+        RenderError: (the function it gives) it cannot be written.
+    """
+    write = functools.partial(write_temporary, path, (draft,), error=RenderError, sync=True)
+    return soon(write, f"record {path.name}")
 
 
 #: A digest's place (64 hex digits) in a record written before the digest is known.
