@@ -102,6 +102,7 @@ def test_edits_and_shifted_offsets() -> None:
     assert b"".join(apply_edits(data, edits)) == b"0abcd34+567"
     # 0 stays; 1 (an edit's start) stays; 3 (its end) moves by +2; 5 by +3; 10 by +1.
     assert shift([0, 1, 3, 5, 9, 10], edits) == [0, 1, 5, 8, 12, 11]
+    assert shift([12, 10, 11], edits) == [13, 11, 12]  # all past the edits: one amount
     assert b"".join(apply_edits(memoryview(data), [])) == data
     with pytest.raises(ValueError, match="overlap"):
         apply_edits(data, [(3, 5, b""), (4, 6, b"")])
