@@ -417,17 +417,22 @@ def _staging(ws: Workspace) -> list[str]:
 
 
 @pytest.mark.skipif(not Path("/proc/self/fd").is_dir(), reason="names open files by /proc")
-def test_a_patch_copies_its_files_before_it_commits_and_syncs_them_after_the_state(
+def test_a_patch_copies_its_files_before_it_commits_and_switches_after_the_state(
     workspace: Workspace, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     # The zone file and envelopes are copied into the next generation once the patch is
-    # proven, beside its memo; they are synced only once the log and state are (an fsync
-    # of those while the copies are written back would wait for them: ext4's ordered data).
+    # proven, beside its memo, and synced beside the log and state once all of them are
+    # copied; the set is switched to them once the log and state are on disk.
     ws = _signed(workspace)
     _edit_drew(ws)
     ctx = _ctx(ws, now=NOW + MINUTE)
     events: list[str] = []
-    copy, made, durable = write_temporary, memo_after, commit_module._durable
+    copy, made, durable, switch = (
+        write_temporary,
+        memo_after,
+        commit_module._durable,
+        Staging.switch,
+    )
 
     def copies(path: Path, *args: Any, **kwargs: Any) -> Path:
         temporary = copy(path, *args, **kwargs)
@@ -439,8 +444,12 @@ def test_a_patch_copies_its_files_before_it_commits_and_syncs_them_after_the_sta
         return made(*args)
 
     def synced(*args: Any) -> None:
-        events.append("log and state synced")
         durable(*args)
+        events.append("log and state synced")
+
+    def switches(staging: Staging) -> None:
+        events.append("switch")
+        switch(staging)
 
     names: list[str] = []
     fsync = os.fsync
@@ -452,6 +461,7 @@ def test_a_patch_copies_its_files_before_it_commits_and_syncs_them_after_the_sta
     monkeypatch.setattr(commit_module, "write_temporary", copies)
     monkeypatch.setattr(patch_module, "memo_after", memo)
     monkeypatch.setattr(commit_module, "_durable", synced)
+    monkeypatch.setattr(Staging, "switch", switches)
     monkeypatch.setattr(os, "fsync", named)
     run = patched(ctx, ZoneStart.read(ctx, ws.zone_file))
     assert isinstance(run, Patched)
@@ -461,11 +471,10 @@ def test_a_patch_copies_its_files_before_it_commits_and_syncs_them_after_the_sta
     copied = sorted(event for event in events if event.startswith("copied"))
     assert copied == ["copied example.com.envelopes.json", "copied example.com.zone"]
     assert events.index("log and state synced") > max(map(events.index, copied))
+    assert events.index("switch") > events.index("log and state synced")
     order = [name.split(".tmp")[0].rsplit(".", 1)[0] for name in names]
-    state = order.index(".example.com.state.json")
-    assert order.index(".example.com.log") < state
-    assert state < order.index(".example.com.zone")
-    assert state < order.index(".example.com.envelopes.json")
+    assert order.index(".example.com.log") < order.index(".example.com.state.json")
+    assert {".example.com.zone", ".example.com.envelopes.json"} <= set(order)
     assert not _writers()
     assert not _staging(ws)
 
@@ -474,7 +483,8 @@ def test_a_patchs_record_is_written_while_the_outputs_are_synced_but_for_its_dig
     workspace: Workspace, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     # The fingerprint (4 MB at 100,000 handles) and memo (17 MB) are written and synced
-    # in threads started before the switch; after it only their digests go in.
+    # in threads started while the outputs are copied; after the switch only their
+    # digests go in.
     ws = _signed(workspace)
     _edit_drew(ws)
     events: list[str] = []
@@ -497,6 +507,7 @@ def test_a_patchs_record_is_written_while_the_outputs_are_synced_but_for_its_dig
     assert events == [
         "record .example.com.yaml.fingerprint.json",
         "record .example.com.yaml.memo.json",
+        "record digest",  # the log's, once it is written
         "switch",
     ]
     assert not [thread for thread in threading.enumerate() if thread.name.startswith("record")]

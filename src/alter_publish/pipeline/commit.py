@@ -91,6 +91,14 @@ class Started:
         """
         wait_all(list(self.copies.values()))
 
+    def synced_soon(self) -> dict[str, Callable[[], bool]]:
+        """Start syncing the copies and renaming them into the generation, a thread
+        each; per file name, wait for it (True: written)."""
+        return {
+            name: soon(partial(_put_in_place, self.staging, name, copy), f"sync {name}")
+            for name, copy in self.copies.items()
+        }
+
     def discard(self) -> None:
         """Wait for the copies, then drop the generation (nothing once switched to)."""
         try:
@@ -150,11 +158,37 @@ def commit(
 
 
 def _commit(ctx: RunContext, writes: Writes, meanwhile: Callable[[], object] | None) -> list[str]:
+    # A patch's copies, made (a file that could not be written leaves the log as it was),
+    # are synced while the log and state are written, and ``meanwhile`` is done once
+    # the log is; a full run writes its files once the log and state are durable.
+    syncing: dict[str, Callable[[], bool]] = {}
+    if writes.started is not None:
+        writes.started.copied()
+        syncing = writes.started.synced_soon()
+    try:
+        written, state = _log_and_state(ctx, writes, meanwhile if syncing else None)
+    except BaseException:
+        with contextlib.suppress(Exception):  # no thread outlives the commit
+            wait_all(list(syncing.values()))
+        raise
+    outputs = zone_outputs(ctx.out, writes.zone)
+    if ctx.check:
+        return written + _would_write(outputs, writes)
+    switched = _switch(outputs, writes, None if syncing else meanwhile, syncing)
+    if state.previous_zone_sha256 is not None:  # the outputs hold the new zone now
+        atomic_write_bytes(state_path_for(writes.definition), state.switched().to_text().encode())
+    return written + switched
+
+
+def _log_and_state(
+    ctx: RunContext, writes: Writes, meanwhile: Callable[[], object] | None
+) -> tuple[list[str], SerialState]:
+    """Write the log (``meanwhile`` done once it is), its publication and the serial
+    state, and make them durable (with ``ctx.check``: nothing, but say what would be
+    written); what was (or would be) written, and the state."""
     dry_run = ctx.check
     write = content_differs if dry_run else atomic_write_bytes
     written: list[str] = []
-    if writes.started is not None:
-        writes.started.copied()  # a file that could not be written: the log stays as it was
     if writes.append_log is not None:
         if not dry_run:
             writes.append_log()
@@ -165,6 +199,8 @@ def _commit(ctx: RunContext, writes: Writes, meanwhile: Callable[[], object] | N
                 written.append(str(writes.publication.history.path))
         else:
             written += write_publication(writes.publication)
+    if meanwhile is not None:
+        meanwhile()
     state_path = state_path_for(writes.definition)
     outputs = zone_outputs(ctx.out, writes.zone)
     current = outputs.current()
@@ -174,12 +210,7 @@ def _commit(ctx: RunContext, writes: Writes, meanwhile: Callable[[], object] | N
         written.append(str(state_path))
     if not dry_run and written:  # the log and state are on disk before any output
         _durable({writes.log_path.parent, state_path.parent})
-    if dry_run:
-        return written + _would_write(outputs, writes)
-    switched = _switch(outputs, writes, meanwhile)
-    if state.previous_zone_sha256 is not None:  # the outputs hold the new zone now
-        atomic_write_bytes(state_path, state.switched().to_text().encode())
-    return written + switched
+    return written, state
 
 
 def _durable(directories: set[Path]) -> None:
@@ -237,12 +268,15 @@ def _differs(path: Path, content: Text | Chunks | bytes) -> bool:
 
 
 def _switch(
-    outputs: OutputSet, writes: Writes, meanwhile: Callable[[], object] | None
+    outputs: OutputSet,
+    writes: Writes,
+    meanwhile: Callable[[], object] | None,
+    syncing: Mapping[str, Callable[[], bool]],
 ) -> list[str]:
     """Write the files that changed into a new generation of the set (a patch's copies,
-    ``writes.started``, synced and renamed there; the others carried over; ``meanwhile``
-    done while they are written), then switch the whole set at once; nothing changed:
-    the set stays.
+    ``writes.started``, are being synced there: ``syncing``; the others carried over;
+    ``meanwhile`` done while they are written), then switch the whole set at once;
+    nothing changed: the set stays.
 
     Raises:
         RenderError: a file cannot be written, or the set cannot be switched.
@@ -256,10 +290,7 @@ def _switch(
         # 127 MB and envelopes of 208 MB). Text is rendered here, one file after the
         # other: two renderings in threads only take turns with the lock (a full run's
         # write stage took 0.3-0.7 s longer). When one fails the others still run.
-        writing = {  # the log and state are on disk: a patch's copies are synced now
-            name: soon(partial(_put_in_place, staging, name, copy), f"sync {name}")
-            for name, copy in ({} if started is None else started.copies).items()
-        }
+        writing = dict(syncing)  # a patch's copies, being synced
         writing |= {
             name: soon(
                 partial(_write, staging, name, content),

@@ -8,6 +8,7 @@ import contextlib
 import dataclasses
 import functools
 from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -100,14 +101,20 @@ def record_fingerprint(ctx: RunContext, plan: ZonePlan, source: str) -> KeyLines
     summary |= spec.log.to_mapping()
     span = valid_span(plan.signed, plan.state.signatures, spec)
     keys = all_key_lines(ctx.keys.root, spec.origin, handle_keys, jobs=ctx.jobs)
-    fingerprint_later(ctx, spec, source, handle_keys, keys, span, summary)()()
+    fingerprint_later(ctx, spec, source, handle_keys, keys, span, summary).hashed()()
     return keys
 
 
-#: A record made in three steps: made now, needing no file; written (a function that
-#: writes it to a temporary file, synced, but for its digest); put in place (a function
-#: that writes the digest in and renames the file).
-Drafted = Callable[[], Callable[[], None]]
+@dataclass(frozen=True, slots=True)
+class Drafted:
+    """A record made in three steps: made, and written to a temporary file (synced) in a
+    thread, but for its digest; ``hashed`` (call it once the log is written) hashes what
+    the run's last writes cannot change, in a thread, and gives the function that makes
+    the rest of the digest, writes it in and renames the file; or ``drop`` removes the
+    file (the run did not commit)."""
+
+    hashed: Callable[[], Callable[[], None]]
+    drop: Callable[[], None]
 
 
 def fingerprint_later(
@@ -121,10 +128,11 @@ def fingerprint_later(
 ) -> Drafted:
     """Record a proven, written run of ``spec`` (see :mod:`fingerprint`; ``keys``: the
     lines of its ``handle_keys``) in three steps (:data:`Drafted`): its JSON now, with
-    the digest's place held; the first function it gives hashes what the run's last
-    writes cannot change (:meth:`Inputs.digest_later`: call it once the log and state
-    are written) and writes the record, synced; the second makes the rest of the digest
-    and puts it in (once the outputs and the state are written).
+    the digest's place held, written to a temporary file and synced in a thread; the
+    first function it gives hashes what the run's last writes cannot change
+    (:meth:`Inputs.digest_later`, in a thread: call it once the log is written); the
+    second makes the rest of the digest and puts it in (once the outputs and the state
+    are written).
 
     Raises:
         RenderError: (the functions it gives) the record cannot be written.
@@ -157,15 +165,17 @@ def fingerprint_later(
     path = fingerprint_path(ctx.out, spec.path)
     draft = record.text_later(split)(_HELD).encode()
     at = _held_at(draft, "digest")
+    written = _written_soon(path, draft)
 
-    def write() -> Callable[[], None]:
-        digest = inputs.digest_later(keys_line)
-        written = _written_soon(path, draft)
+    def hashed() -> Callable[[], None]:
+        # The content files hashed as they are now (the log as the run appended to it)
+        # in a thread, while the state is written; the digest is made once it is done.
+        digest = soon(functools.partial(inputs.digest_later, keys_line), "record digest")
         return lambda: put_in_place(
-            written(), path, error=RenderError, at=at, patch=digest().encode()
+            written(), path, error=RenderError, at=at, patch=digest()().encode()
         )
 
-    return write
+    return Drafted(hashed, functools.partial(_drop, written))
 
 
 def patch_record_later(
@@ -179,10 +189,10 @@ def patch_record_later(
     memo: Memo,
 ) -> Drafted:
     """The fingerprint (:func:`fingerprint_later`) and ``memo`` (its key lines ``keys``)
-    of a patched run, in the three steps of :data:`Drafted`: made while the outputs are
-    copied, written to temporary files and synced while they are synced, the digests
-    (of the outputs, known once they are switched to) written in before each is renamed
-    (the fingerprint first).
+    of a patched run, in the three steps of :data:`Drafted`: made, and written to
+    temporary files and synced in threads, while the outputs are copied; the content
+    files hashed once the log is written; the digests (of the outputs, known once they
+    are switched to) written in before each is renamed (the fingerprint first).
 
     Raises:
         RenderError: (the functions it gives) the fingerprint or memo cannot be written.
@@ -192,24 +202,33 @@ def patch_record_later(
     path = memo_path(ctx.out, spec.path)
     draft = memo.to_bytes()
     at = _held_at(draft, "base")
+    written = _written_soon(path, draft)
 
-    def write() -> Callable[[], None]:
-        put_fingerprint = fingerprint()
-        written = _written_soon(path, draft)
+    def hashed() -> Callable[[], None]:
+        put_fingerprint = fingerprint.hashed()
 
         def put() -> None:
             try:
                 put_fingerprint()
             except BaseException:
-                with contextlib.suppress(Exception):
-                    written().unlink(missing_ok=True)
+                _drop(written)
                 raise
             digest = base_digest(ctx, spec.path, spec.origin, entries)
             put_in_place(written(), path, error=RenderError, at=at, patch=digest.encode())
 
         return put
 
-    return write
+    def drop() -> None:
+        fingerprint.drop()
+        _drop(written)
+
+    return Drafted(hashed, drop)
+
+
+def _drop(written: Callable[[], Path]) -> None:
+    """Wait for a record's temporary file and remove it."""
+    with contextlib.suppress(Exception):
+        written().unlink(missing_ok=True)
 
 
 def _written_soon(path: Path, draft: bytes) -> Callable[[], Path]:

@@ -433,18 +433,24 @@ class Patched:
         drafted: list[Drafted] = []
         written: list[Callable[[], None]] = []
 
-        def prepare() -> None:  # while the outputs are synced
+        def prepare() -> None:  # once the log is written
             with contextlib.suppress(Exception):
-                written.append(drafted[0]())
+                written.append(drafted[0].hashed())
 
         try:
             with contextlib.suppress(Exception):  # while the outputs are copied
                 drafted.append(self._remember_later(ctx, keys))
             done = commit(ctx, self._writes(), prepare)
         except BaseException:  # the files being copied go (a no-op once switched)
+            for draft in drafted:
+                draft.drop()
             self.discard()
             raise
-        (written[0] if written else self._remember_later(ctx, keys)())()
+        if not written:  # not made ready: made again, failing here if it must
+            for draft in drafted:
+                draft.drop()
+            written.append(self._remember_later(ctx, keys).hashed())
+        written[0]()
         return done
 
     def discard(self) -> None:
