@@ -291,9 +291,10 @@ def write_temporary(
 ) -> Path:
     """Write ``chunks`` to a new temporary file beside ``path`` (synced only with
     ``sync``) and close it: :func:`put_in_place` syncs it and renames it over ``path``.
-    A file written early and synced late: an fsync waits for the write-back of every
-    file with blocks in the same journal transaction (ext4's ordered data), so a
-    run's big files are synced only once its small ones that must come first are.
+    For files written early and synced later, when the files that must reach the disk
+    first are written (an fsync waits for the write-back of every file with blocks in
+    the same journal transaction, ext4's ordered data: big files synced early would
+    hold up the small ones' fsyncs).
 
     Returns:
         The temporary file.
@@ -348,6 +349,10 @@ def put_in_place(
         with contextlib.suppress(OSError):
             temporary.unlink()
         raise error(f"cannot write: {exc.strerror}", where=str(path)) from exc
+    except BaseException:  # an interrupt: leave no temporary file behind
+        with contextlib.suppress(OSError):
+            temporary.unlink()
+        raise
 
 
 #: A temporary file of :func:`_replace` for the file named ``name`` (``mkstemp``'s

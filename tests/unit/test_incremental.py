@@ -130,6 +130,12 @@ def test_offsets_shift_as_one_by_one(offsets: list[int], edits: list[Edit]) -> N
     assert shift(offsets, edits) == _shift_one_by_one(offsets, edits)
 
 
+@given(offsets=st.lists(st.integers(200, 300)), edits=_edits())
+def test_offsets_past_every_edit_shift_as_one_by_one(offsets: list[int], edits: list[Edit]) -> None:
+    # Every edit ends before every offset: they all move by one amount (the quick way).
+    assert shift(offsets, edits) == _shift_one_by_one(offsets, edits)
+
+
 @given(offsets=st.lists(st.integers(0, 200)), edits=_edits())
 def test_ascending_offsets_shift_as_one_by_one(offsets: list[int], edits: list[Edit]) -> None:
     offsets.sort()

@@ -18,7 +18,7 @@ import pytest
 
 from alter_publish import parallel
 from alter_publish.definition.model import load_zone
-from alter_publish.definition.state import SerialState, state_path_for
+from alter_publish.definition.state import SerialState, state_path_for, zone_sha256_soon
 from alter_publish.dns.zonetext import parse_zone_text
 from alter_publish.errors import AlterError, DefinitionError, RenderError
 from alter_publish.fileio import write_temporary
@@ -36,7 +36,9 @@ from alter_publish.pipeline.build import find_layout, render
 from alter_publish.pipeline.chain import LoadedKey, decide
 from alter_publish.pipeline.commit import Chunks, Text, Writes, commit
 from alter_publish.pipeline.context import RunContext, ZoneStart
+from alter_publish.pipeline.fingerprint import fingerprint_path
 from alter_publish.pipeline.full import Loaded, Planned, full
+from alter_publish.pipeline.incremental import apply_edits
 from alter_publish.pipeline.memory import patch_record_later
 from alter_publish.pipeline.patch import Patched, patched
 from alter_publish.pipeline.patchbase import patch_base
@@ -408,8 +410,12 @@ def test_a_patchs_record_that_could_not_be_made_ready_is_made_after_its_outputs(
 
 
 def _writers() -> list[str]:
-    names = ("write ", "sync ", "zone-sha256")
+    names = ("write ", "sync ", "zone-", "record")
     return [thread.name for thread in threading.enumerate() if thread.name.startswith(names)]
+
+
+def _temporary(ws: Workspace) -> list[str]:
+    return sorted(path.name for path in ws.root.rglob("*.tmp"))
 
 
 def _staging(ws: Workspace) -> list[str]:
@@ -516,6 +522,102 @@ def test_a_patchs_record_is_written_while_the_outputs_are_synced_but_for_its_dig
     _edit_drew_back(ws)
     run = patched(later, ZoneStart.read(later, ws.zone_file))  # the memo holds: patched again
     assert isinstance(run, Patched)
+
+
+def test_a_patch_whose_text_comes_back_as_the_last_runs_declines(
+    workspace: Workspace, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # The serial moves on as soon as a line changed, while the text's digest is made in
+    # a thread; were that digest the state's after all, the serial should not have moved.
+    ws = _signed(workspace)
+    _edit_drew(ws)
+    ctx = _ctx(ws, now=NOW + MINUTE)
+    state = SerialState.read(state_path_for(ws.zone_file))
+    assert state is not None
+    soon_made = zone_sha256_soon
+
+    def as_before(parts: Any, name: str = "zone-sha256", **options: Any) -> Any:
+        made = soon_made(parts, name, **options)
+        return (lambda: (made(), state.digest)[1]) if name == "zone-draft-sha256" else made
+
+    monkeypatch.setattr(patch_module, "zone_sha256_soon", as_before)
+    assert patched(ctx, ZoneStart.read(ctx, ws.zone_file)) is None
+    assert not _writers()
+    assert not _staging(ws)
+
+
+@pytest.mark.parametrize("fails", ["state", "switch"])
+def test_a_patch_whose_commit_fails_once_its_record_is_hashing_leaves_no_record(
+    workspace: Workspace, monkeypatch: pytest.MonkeyPatch, fails: str
+) -> None:
+    ws = _signed(workspace)
+    _edit_drew(ws)
+    ctx = _ctx(ws, now=NOW + MINUTE)
+    run = patched(ctx, ZoneStart.read(ctx, ws.zone_file))
+    assert isinstance(run, Patched)
+
+    def breaks(*args: Any) -> None:
+        raise RenderError("cannot write: no room", where="there")
+
+    if fails == "state":
+        monkeypatch.setattr(commit_module, "_durable", breaks)
+    else:
+        monkeypatch.setattr(Staging, "switch", breaks)
+    with pytest.raises(RenderError, match="no room"):
+        run.commit(ctx, True)
+    assert not _writers()
+    assert not _staging(ws)
+    assert _temporary(ws) == []
+
+
+def test_a_record_kept_before_the_definitions_digest_was_still_holds(
+    workspace: Workspace,
+) -> None:
+    ws = _signed(workspace)
+    path = fingerprint_path(ws.out, ws.zone_file)
+    doc = json.loads(path.read_text())
+    del doc["source_sha256"]  # as an older release wrote it
+    path.write_text(json.dumps(doc, separators=(",", ":"), sort_keys=True) + "\n")
+    ctx = _ctx(ws, now=NOW + MINUTE)
+    start = ZoneStart.read(ctx, ws.zone_file)
+    assert start.record is not None
+    assert start.record.source_sha256 == ""
+    assert unchanged(ctx, start) is not None
+    _edit_drew(ws)
+    later = _ctx(ws, now=NOW + MINUTE)
+    assert unchanged(later, ZoneStart.read(later, ws.zone_file)) is None
+
+
+def test_a_patch_that_stops_while_its_text_is_hashed_waits_for_the_thread(
+    workspace: Workspace, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    ws = _signed(workspace)
+    _edit_drew(ws)
+    ctx = _ctx(ws, now=NOW + MINUTE)
+    gate = threading.Event()
+    hashed = zone_sha256_soon
+
+    def slow(parts: Any, name: str = "zone-sha256", **options: Any) -> Any:
+        def later() -> str:
+            gate.wait(5)
+            return hashed(parts, name, thread=False)()
+
+        return soon(later, name)
+
+    applied: list[int] = []
+    apply = apply_edits
+
+    def breaks(data: Any, edits: Any) -> Any:
+        applied.append(1)
+        if len(applied) == 2:  # the head's edits, once the text's digest is under way
+            threading.Timer(0.2, gate.set).start()
+            raise ValueError("edits overlap or run backwards")
+        return apply(data, edits)
+
+    monkeypatch.setattr(patch_module, "zone_sha256_soon", slow)
+    monkeypatch.setattr(patch_module, "apply_edits", breaks)
+    assert patched(ctx, ZoneStart.read(ctx, ws.zone_file)) is None  # a full run instead
+    assert not _writers()
 
 
 def test_a_patch_with_no_thread_to_spare_copies_and_commits_in_the_callers(

@@ -276,17 +276,19 @@ def zone_sha256(parts: Iterable[str | Chunk]) -> str:
     return sha.hexdigest()
 
 
-def zone_sha256_soon(parts: Sequence[str | Chunk], name: str = "zone-sha256") -> Callable[[], str]:
-    """:func:`zone_sha256` of ``parts`` made in a thread (called ``name``) while the caller goes on
-    (hashlib lets go of the interpreter's lock for large buffers: 127 MB at 100,000
-    handles, 0.1 s). No thread to spare: made now.
+def zone_sha256_soon(
+    parts: Sequence[str | Chunk], name: str = "zone-sha256", *, thread: bool = True
+) -> Callable[[], str]:
+    """:func:`zone_sha256` of ``parts`` made in a thread called ``name`` while the caller
+    goes on (hashlib lets go of the interpreter's lock for large buffers: 127 MB at
+    100,000 handles, 0.1 s). Without ``thread``, or no thread to spare: made now.
 
     Returns:
         A function that waits for the digest and gives it; call it on every path (it
         raises what the thread raised: ``TypeError`` for a part that is not a text or
         a chunk), so that no thread outlives its caller.
     """
-    return soon(lambda: zone_sha256(parts), name)
+    return soon(lambda: zone_sha256(parts), name, thread=thread)
 
 
 class KeyState(Protocol):

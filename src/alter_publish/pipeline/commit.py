@@ -3,8 +3,8 @@ then outputs (a crash never leaves outputs the log lacks), for a full run and a 
 one alike. The outputs are one set, switched
 at once (:mod:`alter_publish.outputset`): a kill at any instant leaves the whole previous
 set or the whole new one. A patch copies its files into the new generation earlier
-(:func:`start_writes`), where no reader sees them, and syncs them only after the log
-and state.
+(:func:`start_writes`), where no reader sees them, and syncs them beside the log and
+state; the set is switched to them once the log and state are on disk.
 """
 
 from __future__ import annotations
@@ -75,7 +75,7 @@ class Writes:
 class Started:
     """A patch's output files being copied into the next generation of its zone's set
     (:func:`start_writes`) while its record is made ready: unsynced temporary files,
-    which the commit syncs and renames once the log and state are synced, then switches
+    which the commit syncs and renames while it writes the log and state, then switches
     to; or the run drops them (:meth:`discard`). No reader sees a generation before the
     switch."""
 
@@ -113,8 +113,8 @@ def start_writes(
 ) -> Started:
     """Start copying a patch's zone file and envelopes document (None: kept as they are)
     into the next generation of ``zone``'s output set in ``out``, a thread each: unsynced
-    temporary files (:func:`fileio.write_temporary`), synced at the commit, after the log
-    and state.
+    temporary files (:func:`fileio.write_temporary`), synced at the commit, beside the
+    log and state.
 
     Raises:
         RenderError: the output set cannot be prepared.
@@ -142,8 +142,9 @@ def commit(
 ) -> list[str]:
     """Write the log, then the serial state, then the outputs (with ``ctx.check``: nothing,
     but say what would be written). ``meanwhile``, work that writes no file (the run's
-    record, made ready), is done while the outputs' files are written; it may not be
-    done at all (nothing to write, or a check), so its caller sees to that.
+    record, made ready), is done while the outputs' files are written (a patch's: once
+    its log and state are written, while its copies are synced); it may not be done at
+    all (nothing to write, or a check), so its caller sees to that.
 
     Returns:
         What was (or would be) written.
@@ -183,9 +184,16 @@ def _commit(ctx: RunContext, writes: Writes, meanwhile: Callable[[], object] | N
 def _log_and_state(
     ctx: RunContext, writes: Writes, meanwhile: Callable[[], object] | None
 ) -> tuple[list[str], SerialState]:
-    """Write the log (``meanwhile`` done once it is), its publication and the serial
-    state, and make them durable (with ``ctx.check``: nothing, but say what would be
-    written); what was (or would be) written, and the state."""
+    """Write the log, its publication and the serial state (``meanwhile`` done once they
+    are written), and make them durable (with ``ctx.check``: nothing, but say what
+    would be written).
+
+    Returns:
+        What was (or would be) written, and the state.
+
+    Raises:
+        RenderError: a file cannot be written.
+    """
     dry_run = ctx.check
     write = content_differs if dry_run else atomic_write_bytes
     written: list[str] = []
@@ -199,8 +207,6 @@ def _log_and_state(
                 written.append(str(writes.publication.history.path))
         else:
             written += write_publication(writes.publication)
-    if meanwhile is not None:
-        meanwhile()
     state_path = state_path_for(writes.definition)
     outputs = zone_outputs(ctx.out, writes.zone)
     current = outputs.current()
@@ -208,6 +214,8 @@ def _log_and_state(
     state = writes.state.replacing(SerialState.read(state_path), published)
     if write(state_path, state.to_text().encode()):
         written.append(str(state_path))
+    if meanwhile is not None:
+        meanwhile()
     if not dry_run and written:  # the log and state are on disk before any output
         _durable({writes.log_path.parent, state_path.parent})
     return written, state

@@ -127,7 +127,7 @@ def fingerprint_later(
     summary: Mapping[str, Any],
 ) -> Drafted:
     """Record a proven, written run of ``spec`` (see :mod:`fingerprint`; ``keys``: the
-    lines of its ``handle_keys``) in three steps (:data:`Drafted`): its JSON now, with
+    lines of its ``handle_keys``) in three steps (:class:`Drafted`): its JSON now, with
     the digest's place held, written to a temporary file and synced in a thread; the
     first function it gives hashes what the run's last writes cannot change
     (:meth:`Inputs.digest_later`, in a thread: call it once the log is written); the
@@ -166,16 +166,30 @@ def fingerprint_later(
     draft = record.text_later(split)(_HELD).encode()
     at = _held_at(draft, "digest")
     written = _written_soon(path, draft)
+    hashing: list[Callable[[], Callable[[], str]]] = []  # the digest's thread, once started
 
     def hashed() -> Callable[[], None]:
         # The content files hashed as they are now (the log as the run appended to it)
         # in a thread, while the state is written; the digest is made once it is done.
-        digest = soon(functools.partial(inputs.digest_later, keys_line), "record digest")
-        return lambda: put_in_place(
-            written(), path, error=RenderError, at=at, patch=digest()().encode()
-        )
+        hashing.append(soon(functools.partial(inputs.digest_later, keys_line), "record digest"))
 
-    return Drafted(hashed, functools.partial(_drop, written))
+        def put() -> None:
+            try:
+                digest = hashing[0]()().encode()
+            except BaseException:
+                _drop(written)
+                raise
+            put_in_place(written(), path, error=RenderError, at=at, patch=digest)
+
+        return put
+
+    def drop() -> None:
+        for started in hashing:  # no thread outlives the run
+            with contextlib.suppress(Exception):
+                started()
+        _drop(written)
+
+    return Drafted(hashed, drop)
 
 
 def patch_record_later(
@@ -189,7 +203,7 @@ def patch_record_later(
     memo: Memo,
 ) -> Drafted:
     """The fingerprint (:func:`fingerprint_later`) and ``memo`` (its key lines ``keys``)
-    of a patched run, in the three steps of :data:`Drafted`: made, and written to
+    of a patched run, in the three steps of :class:`Drafted`: made, and written to
     temporary files and synced in threads, while the outputs are copied; the content
     files hashed once the log is written; the digests (of the outputs, known once they
     are switched to) written in before each is renamed (the fingerprint first).
@@ -198,11 +212,15 @@ def patch_record_later(
         RenderError: (the functions it gives) the fingerprint or memo cannot be written.
     """
     fingerprint = fingerprint_later(ctx, spec, entries.text, handle_keys, keys, span, summary)
-    memo = dataclasses.replace(memo, keys=keys.lines, keys_mark=keys.mark, base=_HELD)
     path = memo_path(ctx.out, spec.path)
-    draft = memo.to_bytes()
-    at = _held_at(draft, "base")
-    written = _written_soon(path, draft)
+    try:
+        memo = dataclasses.replace(memo, keys=keys.lines, keys_mark=keys.mark, base=_HELD)
+        draft = memo.to_bytes()
+        at = _held_at(draft, "base")
+        written = _written_soon(path, draft)
+    except BaseException:
+        fingerprint.drop()
+        raise
 
     def hashed() -> Callable[[], None]:
         put_fingerprint = fingerprint.hashed()
@@ -210,11 +228,11 @@ def patch_record_later(
         def put() -> None:
             try:
                 put_fingerprint()
-            except BaseException:
+                digest = base_digest(ctx, spec.path, spec.origin, entries).encode()
+            except BaseException:  # a new fingerprint beside the old memo: a full run next
                 _drop(written)
                 raise
-            digest = base_digest(ctx, spec.path, spec.origin, entries)
-            put_in_place(written(), path, error=RenderError, at=at, patch=digest.encode())
+            put_in_place(written(), path, error=RenderError, at=at, patch=digest)
 
         return put
 
@@ -243,14 +261,18 @@ def _written_soon(path: Path, draft: bytes) -> Callable[[], Path]:
     return soon(write, f"record {path.name}")
 
 
-#: A digest's place (64 hex digits) in a record written before the digest is known.
+#: A digest's place (64 hex digits: SHA-256) in a record written before it is known.
 _HELD = "0" * 64
 
 
 def _held_at(draft: bytes, key: str) -> int:
-    """Where the digest held for ``key`` starts in ``draft`` (its first such key: the
-    fingerprint's first, the memo's in its first line)."""
-    return draft.index(f'"{key}":"{_HELD}"'.encode()) + len(key) + 4
+    """Where the digest held for ``key`` starts in ``draft``: in its first line (the
+    fingerprint's first key; the memo's head, before its sections).
+
+    Raises:
+        ValueError: it holds no such place there.
+    """
+    return draft.index(f'"{key}":"{_HELD}"'.encode(), 0, draft.index(b"\n")) + len(key) + 4
 
 
 def tls_files(spec: ZoneSpec) -> list[str]:

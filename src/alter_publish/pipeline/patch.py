@@ -39,13 +39,14 @@ from alter_publish.keys.lifecycle import (
     zone_revocations,
 )
 from alter_publish.mapped import Bytes, MappedFile, read_mapped
+from alter_publish.parallel import PARALLEL_MIN_ITEMS
 from alter_publish.pipeline.build import dnssec_fingerprint, zone_changes
 from alter_publish.pipeline.chain import (
     EnvelopeChain,
     handle_expectations,
     run_chain,
 )
-from alter_publish.pipeline.commit import Chunks, Started, Writes, commit, start_writes
+from alter_publish.pipeline.commit import Started, Writes, commit
 from alter_publish.pipeline.context import ProvenRun, RunContext, ZoneStart
 from alter_publish.pipeline.fingerprint import (
     KeyLines,
@@ -71,10 +72,10 @@ from alter_publish.pipeline.patchbase import (
     prove_patch,
     recorded_keys,
 )
+from alter_publish.pipeline.patchfiles import PatchFiles, chunks_of
 from alter_publish.pipeline.patchmemo import PatchEdits, memo_after
 from alter_publish.pipeline.patchrenew import header_window, renewal, renewed
 from alter_publish.pipeline.patchtext import (
-    envelope_edits_of,
     handle_line_edits,
     log_line_edit,
     touched_olds,
@@ -94,6 +95,11 @@ from alter_publish.version import __version__
 
 _SOA_TYPE = 6
 _TXT_TYPE = 16
+
+#: A patch of fewer handles than this forks no workers (for its signatures, its proof or
+#: its key lines: :data:`~alter_publish.parallel.PARALLEL_MIN_ITEMS` items, a few per
+#: handle), so it may hash in a thread meanwhile: fork with no thread running.
+SMALL_PATCH = PARALLEL_MIN_ITEMS // 4
 
 
 @dataclass(frozen=True, slots=True)
@@ -196,15 +202,24 @@ def _render(
     rendered = memoryview(old_zone)[: memo.rendered_end]
     zero: list[Edit] = [(memo.serial_at, serial_end, b"0"), *log_edits, *segment_edits]
     parts = [*apply_edits(rendered, zero), dnssec_fingerprint(spec, base.zone_keys, base.window)]
-    digest = zone_sha256_soon(parts, "zone-draft-sha256")
-    # The text changed, so its digest is not the state's: the serial moves on, and the
-    # digest (of 50 MB at 100,000 handles) is made beside the DNSSEC work (and checked).
-    moved = any(old_zone[start:end] != new for start, end, new in zero[1:])
-    serial = base.state.moved_on(ctx.now) if moved else base.state.next_for(digest(), ctx.now)
-    head_edits: list[Edit] = [(memo.serial_at, serial_end, str(serial).encode()), *log_edits]
-    zone_edits = [*head_edits, *segment_edits]
-    head = b"".join(apply_edits(old_zone[: memo.segments[0]], head_edits)).decode()
-    proof_text = [head, *(segment.decode() for segment in segments)]
+    # The digest (of 50 MB at 100,000 handles) is made in a thread beside the DNSSEC work
+    # and the proof when they fork no workers (a small patch; no RRSIG renewed).
+    small = len(base.changed) + len(base.removed) < SMALL_PATCH
+    thread = small and base.window == base.state.signatures
+    digest = zone_sha256_soon(parts, "zone-draft-sha256", thread=thread)
+    try:
+        # The text changed, so its digest is not the state's: the serial moves on (and
+        # ``_proven`` checks it).
+        moved = any(old_zone[start:end] != new for start, end, new in zero[1:])
+        serial = base.state.moved_on(ctx.now) if moved else base.state.next_for(digest(), ctx.now)
+        head_edits: list[Edit] = [(memo.serial_at, serial_end, str(serial).encode()), *log_edits]
+        zone_edits = [*head_edits, *segment_edits]
+        head = b"".join(apply_edits(old_zone[: memo.segments[0]], head_edits)).decode()
+        proof_text = [head, *(segment.decode() for segment in segments)]
+    except BaseException:
+        with contextlib.suppress(Exception):  # no thread outlives the patch
+            digest()
+        raise
     return _Rendered(
         old_zone,
         old_envelopes,
@@ -431,11 +446,11 @@ class Patched:
         keys = self.recorded
         assert keys is not None  # noqa: S101 (narrowing: None only for a check)
         drafted: list[Drafted] = []
-        written: list[Callable[[], None]] = []
+        puts: list[Callable[[], None]] = []  # each puts the record in place
 
         def prepare() -> None:  # once the log is written
             with contextlib.suppress(Exception):
-                written.append(drafted[0].hashed())
+                puts.append(drafted[0].hashed())
 
         try:
             with contextlib.suppress(Exception):  # while the outputs are copied
@@ -446,11 +461,11 @@ class Patched:
                 draft.drop()
             self.discard()
             raise
-        if not written:  # not made ready: made again, failing here if it must
+        if not puts:  # not made ready: made again, failing here if it must
             for draft in drafted:
                 draft.drop()
-            written.append(self._remember_later(ctx, keys).hashed())
-        written[0]()
+            puts.append(self._remember_later(ctx, keys).hashed())
+        puts[0]()
         return done
 
     def discard(self) -> None:
@@ -503,8 +518,8 @@ class Patched:
                 else None
             ),
             state=dataclasses.replace(self.state, zone_sha256=self.zone_sha256()),
-            zone_file=_chunks(self.zone),
-            envelopes_file=_chunks(self.envelopes),
+            zone_file=chunks_of(self.zone),
+            envelopes_file=chunks_of(self.envelopes),
             publication=self.publication,
             started=self.started,
         )
@@ -522,64 +537,6 @@ class Patched:
         return patch_record_later(
             ctx, spec, entries, self.handle_keys, keys, span, summary, self.memo
         )
-
-
-@dataclass(frozen=True, slots=True)
-class _Files:
-    """A patch's new zone file and envelopes document (None: unchanged) as edits of the
-    last run's, being copied into the next generation (``started``; None: a check), and
-    the new zone's SHA-256 being made (``zone_sha256`` waits for it), all beside the rest
-    of the patch (the memo's offsets, the record made ready)."""
-
-    zone: tuple[Chunk, ...] | None
-    envelopes: tuple[Chunk, ...] | None
-    envelope_edits: list[Edit]
-    added_lines: dict[int, Edit]
-    started: Started | None
-    zone_sha256: Callable[[], str]
-
-    @classmethod
-    def start(
-        cls,
-        ctx: RunContext,
-        base: PatchBase,
-        signed: Sequence[SignedHandle],
-        rendered: _Rendered,
-        zone_edits: Sequence[Edit],
-    ) -> _Files:
-        """Raises: RenderError: the output set cannot be prepared."""
-        old_zone, old_envelopes = rendered.old_zone, rendered.old_envelopes
-        serial = (rendered.serial, rendered.envelopes_serial_end)
-        envelope_edits, added_lines = envelope_edits_of(base, signed, serial, old_envelopes)
-        zone = tuple(apply_edits(_source(old_zone), zone_edits)) if zone_edits else None
-        envelopes = (
-            tuple(apply_edits(_source(old_envelopes), envelope_edits)) if envelope_edits else None
-        )
-        started = None
-        if not ctx.check:
-            files = (_chunks(zone), _chunks(envelopes))
-            started = start_writes(ctx.out, base.spec.origin, *files)
-        # 0.9 s at 1,000,000 handles, beside what follows.
-        digest = zone_sha256_soon((memoryview(old_zone),) if zone is None else zone)
-        return cls(zone, envelopes, envelope_edits, added_lines, started, digest)
-
-    def discard(self) -> None:
-        """Wait for the digest's thread and drop the copies (the patch stops)."""
-        try:
-            with contextlib.suppress(Exception):
-                self.zone_sha256()
-        finally:
-            if self.started is not None:
-                self.started.discard()
-
-
-def _chunks(chunks: tuple[Chunk, ...] | None) -> Chunks | None:
-    return None if chunks is None else Chunks(chunks)
-
-
-def _source(old: Bytes) -> MappedFile | memoryview:
-    """The last outputs' bytes to cut: mapped (spans the kernel copies), or in memory."""
-    return old if isinstance(old, MappedFile) else memoryview(old)
 
 
 def patched(ctx: RunContext, start: ZoneStart) -> Patched | None:
@@ -636,9 +593,11 @@ def _proven(
         log_text = None if rendered.log is None else rendered.log.texts[0]
         proof = prove_patch(ctx, base, chained.expectations, log_text, mini, ds_file)
     handle_keys, lines = handle_keys_now(ctx, base, signed)
-    # Taken before any thread starts: taking many forks workers.
+    # Taken before the copies' threads start: taking many forks workers.
     recorded = None if ctx.check else recorded_keys(ctx, base, handle_keys, lines)
-    files = _Files.start(ctx, base, signed, rendered, zone_edits)
+    olds = (rendered.old_zone, rendered.old_envelopes)
+    serial = (rendered.serial, rendered.envelopes_serial_end)
+    files = PatchFiles.start(ctx, base, signed, olds, serial, zone_edits)
     try:
         ttls = respliced(base.memo.ttls, base.removed, dict.fromkeys(base.added, 0))
         dues = respliced(base.memo.dues, base.removed, dict.fromkeys(base.added, 0))
