@@ -19,6 +19,7 @@ import pytest
 from alter_publish.dns.hints import RootHints
 from alter_publish.dns.iterate import IterativeAsker
 from alter_publish.dns.server import ZoneServer
+from tests.ports import free_port
 
 ROOT = dns.name.root
 DNSKEY_TEXT = "257 3 15 l02Woi0iS8Aa25FQkUd9RMzZHJpBoRQwAQEX1SxZJA4="
@@ -57,9 +58,7 @@ def _serve(address: str, port: int, *, authoritative: bool) -> Iterator[None]:
 
 @pytest.fixture
 def port() -> int:
-    with socket.socket(socket.AF_INET, socket.SOCK_DGRAM) as probe:
-        probe.bind(("127.0.0.1", 0))
-        return int(probe.getsockname()[1])
+    return free_port("127.0.0.1", "127.0.0.2")
 
 
 def test_a_lame_server_is_passed_over_for_the_zone_keys(port: int) -> None:

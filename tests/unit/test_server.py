@@ -44,6 +44,7 @@ from alter_publish.dns.server import BIND_ATTEMPTS, UDP_PAYLOAD_MAX_OCTETS, Zone
 from alter_publish.dns.wire import EDNS_PAYLOAD_OCTETS
 from alter_publish.dns.zoneindex import ZoneIndex, answer
 from alter_publish.errors import ServeError
+from tests.ports import free_port
 from tests.unit.test_zoneindex import Nsec3Params, make_nsec3_zone
 
 if TYPE_CHECKING:
@@ -935,9 +936,7 @@ def test_fixed_port_with_tcp_taken_raises_and_frees_udp() -> None:
 
 
 def test_fixed_port_is_used() -> None:
-    with socket.socket(socket.AF_INET, socket.SOCK_DGRAM) as probe:
-        probe.bind(("127.0.0.1", 0))
-        port = int(probe.getsockname()[1])
+    port = free_port()
     with ZoneServer([make_zone()], port=port) as running:
         assert running.address == ("127.0.0.1", port)
         assert_serving(running)

@@ -552,6 +552,18 @@ def test_a_valid_transfer_reads_as_the_reference_reads_the_same_bytes(transfer: 
     assert ours[0] == transfer.serial
 
 
+def test_a_ttl_with_its_top_bit_set_reads_as_zero_as_the_reference_reads_it() -> None:
+    # RFC 2181, section 8 (found by the mutation test below: a TTL byte set to 0x80).
+    top = txt(b"\x01a" + ORIGIN_WIRE, b"x", ttl=1 << 31)
+    wires = _wires(Transfer(serial=0, messages=((soa(0), top, soa(0)),)), 0x1234)
+    ours = _read_directly(wires, 0x1234)
+    assert [record.ttl for record in ours[1]] == [0]
+    with serving(
+        lambda query_id, _mac: [struct.pack("!H", query_id) + w[2:] for w in wires]
+    ) as server:
+        assert transfer_txt_reference(ORIGIN, server, _select, timeout=5, lifetime=10) == ours
+
+
 _MUTATION = st.tuples(
     st.sampled_from(["set", "insert", "delete", "cut"]), st.integers(0, 10_000), st.integers(0, 255)
 )

@@ -3,8 +3,6 @@ without it (verify/world.py, pipeline/worldcheck.py)."""
 
 from __future__ import annotations
 
-import socket
-
 import dns.dnssec
 import dns.dnssectypes
 import dns.message
@@ -21,6 +19,7 @@ from alter_publish.errors import EXIT_DRIFT, EXIT_OK, EXIT_VERIFICATION, Resolve
 from alter_publish.pipeline.worldcheck import WorldReport
 from alter_publish.verify.delegation import _ds_findings
 from alter_publish.verify.world import Expected, Finding, Located, Prober, locate
+from tests.ports import free_port
 
 APEX = dns.name.from_text("example.com.")
 WHERE = "ns1.nic.com. (192.0.2.1)"
@@ -137,9 +136,7 @@ def test_the_parent_is_named_when_one_server_set_serves_it_and_its_parent() -> N
         dns.zone.from_text(text, origin=origin, relativize=False)
         for origin, text in ((".", _ROOT_OF_SUB), ("com.", _COM_WITH_SUB), ("sub.com.", _SUB))
     ]
-    with socket.socket(socket.AF_INET, socket.SOCK_DGRAM) as probe:
-        probe.bind(("127.0.0.1", 0))
-        port = int(probe.getsockname()[1])
+    port = free_port("127.0.0.1", "127.0.0.2")
     with (
         ZoneServer([zones[0]], address="127.0.0.1", port=port),
         ZoneServer(zones[1:], address="127.0.0.2", port=port),

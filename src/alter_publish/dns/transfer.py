@@ -329,7 +329,8 @@ class _Reader:
                 if self.since is not None and self.incremental is None:
                     self.incremental = False  # IXFR answered with the whole zone
                 if rdtype == _TXT and rdclass == _IN:
-                    self._txt(wire, owner_at, ttl, wire[pos:end])
+                    # A TTL with its top bit set reads as 0 (RFC 2181, section 8).
+                    self._txt(wire, owner_at, 0 if ttl >> 31 else ttl, wire[pos:end])
             pos = end
         self._tail(wire, pos, others)
 
