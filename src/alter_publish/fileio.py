@@ -307,22 +307,13 @@ def write_temporary(
         fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
     except OSError as exc:
         raise error(f"cannot write: {exc.strerror}", where=str(path)) from exc
-    try:
-        with os.fdopen(fd, "wb") as handle:
-            for data in chunks:
-                _write_chunk(handle, data)
-            os.fchmod(handle.fileno(), mode)
-            if sync:
-                handle.flush()
-                os.fsync(handle.fileno())
-    except OSError as exc:
-        with contextlib.suppress(OSError):
-            Path(tmp).unlink()
-        raise error(f"cannot write: {exc.strerror}", where=str(path)) from exc
-    except BaseException:  # an interrupt: leave no temporary file behind
-        with contextlib.suppress(OSError):
-            Path(tmp).unlink()
-        raise
+    with _gone_on_failure(Path(tmp), path, error), os.fdopen(fd, "wb") as handle:
+        for data in chunks:
+            _write_chunk(handle, data)
+        os.fchmod(handle.fileno(), mode)
+        if sync:
+            handle.flush()
+            os.fsync(handle.fileno())
     return Path(tmp)
 
 
@@ -336,7 +327,7 @@ def put_in_place(
     Raises:
         AlterError: (``error``) it cannot be written or renamed (then it is gone).
     """
-    try:
+    with _gone_on_failure(temporary, path, error):
         fd = os.open(temporary, os.O_WRONLY)
         try:
             if patch and os.pwrite(fd, patch, at) != len(patch):
@@ -345,11 +336,19 @@ def put_in_place(
         finally:
             os.close(fd)
         temporary.replace(path)
+
+
+@contextlib.contextmanager
+def _gone_on_failure(temporary: Path, path: Path, error: type[AlterError]) -> Iterator[None]:
+    """Remove ``temporary`` when the block fails (an interrupt too); an ``OSError`` is
+    raised as ``error``, naming ``path``."""
+    try:
+        yield
     except OSError as exc:
         with contextlib.suppress(OSError):
             temporary.unlink()
         raise error(f"cannot write: {exc.strerror}", where=str(path)) from exc
-    except BaseException:  # an interrupt: leave no temporary file behind
+    except BaseException:
         with contextlib.suppress(OSError):
             temporary.unlink()
         raise

@@ -24,7 +24,6 @@ from alter_publish.dns.chainpatch import ChainPatch, SignedSection, patch_chain
 from alter_publish.dns.records import HandleRecord, Labels, RRs, from_zone, labels_of
 from alter_publish.dns.zonetext import parse_zone_text
 from alter_publish.errors import RenderError
-from alter_publish.fileio import Chunk
 from alter_publish.format.handles import parse_handle
 from alter_publish.format.identitylog import (
     MerkleTree,
@@ -46,7 +45,7 @@ from alter_publish.pipeline.chain import (
     handle_expectations,
     run_chain,
 )
-from alter_publish.pipeline.commit import Started, Writes, commit
+from alter_publish.pipeline.commit import Writes, commit
 from alter_publish.pipeline.context import ProvenRun, RunContext, ZoneStart
 from alter_publish.pipeline.fingerprint import (
     KeyLines,
@@ -366,8 +365,7 @@ class Patched:
     base: PatchBase
     chained: _Chained
     state: SerialState
-    zone: tuple[Chunk, ...] | None  # None: unchanged
-    envelopes: tuple[Chunk, ...] | None
+    files: PatchFiles  # the new zone file and envelopes, being copied
     memo: Memo  # after the patch (``base`` is taken once the outputs are written)
     handle_keys: tuple[tuple[str, int], ...]
     handle_lines: tuple[str, ...]
@@ -375,9 +373,6 @@ class Patched:
     proof: ProofReport
     watch: Stopwatch
     publication: Publication
-    started: Started | None  # the files being copied (None: ``ctx.check``)
-    #: The new zone's SHA-256 (waits for its thread): the state written has it.
-    zone_sha256: Callable[[], str]
     recorded: KeyLines | None  # the key lines its record keeps (None: ``ctx.check``)
     rank = 1
 
@@ -470,12 +465,7 @@ class Patched:
 
     def discard(self) -> None:
         """Drop the files being written (the run does not commit them)."""
-        try:
-            with contextlib.suppress(Exception):
-                self.zone_sha256()
-        finally:
-            if self.started is not None:
-                self.started.discard()
+        self.files.discard()
 
     def _removed(self) -> list[str]:
         return [self.base.memo.refs[old] for old in self.base.removed]
@@ -517,11 +507,11 @@ class Patched:
                 if entries
                 else None
             ),
-            state=dataclasses.replace(self.state, zone_sha256=self.zone_sha256()),
-            zone_file=chunks_of(self.zone),
-            envelopes_file=chunks_of(self.envelopes),
+            state=dataclasses.replace(self.state, zone_sha256=self.files.zone_sha256()),
+            zone_file=chunks_of(self.files.zone),
+            envelopes_file=chunks_of(self.files.envelopes),
             publication=self.publication,
-            started=self.started,
+            started=self.files.started,
         )
 
     def _remember_later(self, ctx: RunContext, keys: KeyLines) -> Drafted:
@@ -630,10 +620,7 @@ def _proven(
         base=base,
         chained=chained,
         state=state,
-        zone=files.zone,
-        envelopes=files.envelopes,
-        started=files.started,
-        zone_sha256=files.zone_sha256,
+        files=files,
         recorded=recorded,
         memo=memo,
         handle_keys=handle_keys,
