@@ -150,8 +150,11 @@ def _matched(
     that cannot be patched exactly (handles moved, a TTL that may move the zone's largest,
     a ref or owner twice)."""
     olds = list(alignment.olds)
-    continued = set(olds)
-    unmatched = {memo.refs[old]: old for old in set(range(len(memo.refs))) - continued}
+    count = len(memo.refs)
+    unmatched: dict[str, int] = {}
+    if len(olds) - olds.count(None) != count:  # some of the memo's handles not continued
+        gone = set(range(count)).difference(olds)
+        unmatched = {memo.refs[old]: old for old in gone}
     added_refs: set[str] = set()
     renamed = False  # an entry of new text matched to a removed handle of its ref
     for index, handle_spec in zip(alignment.signed, specs, strict=True):
