@@ -307,13 +307,19 @@ def write_temporary(
         fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
     except OSError as exc:
         raise error(f"cannot write: {exc.strerror}", where=str(path)) from exc
-    with _gone_on_failure(Path(tmp), path, error), os.fdopen(fd, "wb") as handle:
-        for data in chunks:
-            _write_chunk(handle, data)
-        os.fchmod(handle.fileno(), mode)
-        if sync:
-            handle.flush()
-            os.fsync(handle.fileno())
+    with _gone_on_failure(Path(tmp), path, error):
+        try:
+            handle = os.fdopen(fd, "wb")
+        except BaseException:
+            os.close(fd)
+            raise
+        with handle:
+            for data in chunks:
+                _write_chunk(handle, data)
+            os.fchmod(handle.fileno(), mode)
+            if sync:
+                handle.flush()
+                os.fsync(handle.fileno())
     return Path(tmp)
 
 

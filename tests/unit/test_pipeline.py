@@ -620,6 +620,31 @@ def test_a_patch_that_stops_while_its_text_is_hashed_waits_for_the_thread(
     assert not _writers()
 
 
+@pytest.mark.parametrize("workers_from", [10, parallel.PARALLEL_MIN_ITEMS])
+def test_a_patch_hashes_its_text_in_a_thread_only_when_it_forks_no_workers(
+    workspace: Workspace, monkeypatch: pytest.MonkeyPatch, workers_from: int
+) -> None:
+    # Workers are forked with no thread running (parallel.py): a patch big enough to
+    # fork for its signatures hashes its text at once.
+    ws = _signed(workspace)
+    _edit_drew(ws)
+    ctx = _ctx(ws, now=NOW + MINUTE)
+    threaded: list[bool] = []
+    made = zone_sha256_soon
+
+    def notes(parts: Any, name: str = "zone-sha256", **options: Any) -> Any:
+        if name == "zone-draft-sha256":
+            threaded.append(options.get("thread", True))
+        return made(parts, name, **options)
+
+    monkeypatch.setattr(patch_module, "zone_sha256_soon", notes)
+    monkeypatch.setattr(patch_module, "PARALLEL_MIN_ITEMS", workers_from)
+    run = patched(ctx, ZoneStart.read(ctx, ws.zone_file))
+    assert isinstance(run, Patched)
+    run.commit(ctx, False)
+    assert threaded == [workers_from == parallel.PARALLEL_MIN_ITEMS]
+
+
 def test_a_patch_with_no_thread_to_spare_copies_and_commits_in_the_callers(
     workspace: Workspace, monkeypatch: pytest.MonkeyPatch
 ) -> None:

@@ -161,7 +161,7 @@ def commit(
 def _commit(ctx: RunContext, writes: Writes, meanwhile: Callable[[], object] | None) -> list[str]:
     # A patch's copies, made (a file that could not be written leaves the log as it was),
     # are synced while the log and state are written, and ``meanwhile`` is done once
-    # the log is; a full run writes its files once the log and state are durable.
+    # they are; a full run writes its files once the log and state are durable.
     syncing: dict[str, Callable[[], bool]] = {}
     if writes.started is not None:
         writes.started.copied()

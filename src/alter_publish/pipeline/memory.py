@@ -108,7 +108,7 @@ def record_fingerprint(ctx: RunContext, plan: ZonePlan, source: str) -> KeyLines
 @dataclass(frozen=True, slots=True)
 class Drafted:
     """A record made in three steps: made, and written to a temporary file (synced) in a
-    thread, but for its digest; ``hashed`` (call it once the log is written) hashes what
+    thread, but for its digest; ``hashed`` (call it once the log and state are written) hashes what
     the run's last writes cannot change, in a thread, and gives the function that makes
     the rest of the digest, writes it in and renames the file; or ``drop`` removes the
     file (the run did not commit)."""
@@ -130,7 +130,7 @@ def fingerprint_later(
     lines of its ``handle_keys``) in three steps (:class:`Drafted`): its JSON now, with
     the digest's place held, written to a temporary file and synced in a thread; the
     first function it gives hashes what the run's last writes cannot change
-    (:meth:`Inputs.digest_later`, in a thread: call it once the log is written); the
+    (:meth:`Inputs.digest_later`, in a thread: call it once the log and state are written); the
     second makes the rest of the digest and puts it in (once the outputs and the state
     are written).
 
@@ -169,8 +169,8 @@ def fingerprint_later(
     hashing: list[Callable[[], Callable[[], str]]] = []  # the digest's thread, once started
 
     def hashed() -> Callable[[], None]:
-        # The content files hashed as they are now (the log as the run appended to it)
-        # in a thread, while the state is written; the digest is made once it is done.
+        # The content files hashed as they are now (the log and state as the run wrote
+        # them) in a thread, while the outputs are synced; the digest made once it is done.
         hashing.append(soon(functools.partial(inputs.digest_later, keys_line), "record digest"))
 
         def put() -> None:
@@ -184,10 +184,12 @@ def fingerprint_later(
         return put
 
     def drop() -> None:
-        for started in hashing:  # no thread outlives the run
-            with contextlib.suppress(Exception):
-                started()
-        _drop(written)
+        try:
+            for started in hashing:  # no thread outlives the run
+                with contextlib.suppress(Exception):
+                    started()
+        finally:
+            _drop(written)
 
     return Drafted(hashed, drop)
 
@@ -205,7 +207,7 @@ def patch_record_later(
     """The fingerprint (:func:`fingerprint_later`) and ``memo`` (its key lines ``keys``)
     of a patched run, in the three steps of :class:`Drafted`: made, and written to
     temporary files and synced in threads, while the outputs are copied; the content
-    files hashed once the log is written; the digests (of the outputs, known once they
+    files hashed once the log and state are written; the digests (of the outputs, known once they
     are switched to) written in before each is renamed (the fingerprint first).
 
     Raises:

@@ -95,10 +95,18 @@ from alter_publish.version import __version__
 _SOA_TYPE = 6
 _TXT_TYPE = 16
 
-#: A patch of fewer handles than this forks no workers (for its signatures, its proof or
-#: its key lines: :data:`~alter_publish.parallel.PARALLEL_MIN_ITEMS` items, a few per
-#: handle), so it may hash in a thread meanwhile: fork with no thread running.
-SMALL_PATCH = PARALLEL_MIN_ITEMS // 4
+#: RRsets a patch signs per handle at most, per zone key: an added handle's TXT, the
+#: NSEC3 records of its owner and of the empty name above it, and the two neighbours'
+#: NSEC3 records re-signed (an edited handle: its TXT; a removed one: two neighbours).
+SIGNED_PER_HANDLE = 5
+
+
+def _forks_nothing(base: PatchBase) -> bool:
+    """Whether the patch's signatures, proof and key lines all run inline (fewer items
+    than :data:`~alter_publish.parallel.PARALLEL_MIN_ITEMS` each), so that a thread may
+    hash meanwhile: workers are forked with no thread running."""
+    handles = SIGNED_PER_HANDLE * len(base.changed) + 2 * len(base.removed) + 2  # SOA, log
+    return handles * max(1, len(base.zone_keys)) < PARALLEL_MIN_ITEMS
 
 
 @dataclass(frozen=True, slots=True)
@@ -203,8 +211,7 @@ def _render(
     parts = [*apply_edits(rendered, zero), dnssec_fingerprint(spec, base.zone_keys, base.window)]
     # The digest (of 50 MB at 100,000 handles) is made in a thread beside the DNSSEC work
     # and the proof when they fork no workers (a small patch; no RRSIG renewed).
-    small = len(base.changed) + len(base.removed) < SMALL_PATCH
-    thread = small and base.window == base.state.signatures
+    thread = _forks_nothing(base) and base.window == base.state.signatures
     digest = zone_sha256_soon(parts, "zone-draft-sha256", thread=thread)
     try:
         # The text changed, so its digest is not the state's: the serial moves on (and

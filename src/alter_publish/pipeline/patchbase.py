@@ -152,7 +152,9 @@ def _matched(
     olds = list(alignment.olds)
     count = len(memo.refs)
     unmatched: dict[str, int] = {}
-    if len(olds) - olds.count(None) != count:  # some of the memo's handles not continued
+    # The memo's handles continued stand in ``olds`` once each (ascending: align_entries),
+    # so as many as the memo has means all of them.
+    if len(olds) - olds.count(None) != count:
         gone = set(range(count)).difference(olds)
         unmatched = {memo.refs[old]: old for old in gone}
     added_refs: set[str] = set()
