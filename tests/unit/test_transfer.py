@@ -672,6 +672,20 @@ def test_the_differences_of_several_versions_are_read_in_order() -> None:
     )
 
 
+def test_a_difference_with_ttls_of_their_top_bit_set_reads_them_as_zero() -> None:
+    # RFC 2181, section 8, for the records taken out and put in as for a whole zone.
+    gone, put = txt(ALTER, b"epoch 1", ttl=1 << 31), txt(ALTER, b"epoch 2", ttl=(1 << 32) - 1)
+    got = ixfr(7, [[soa(8), soa(7), gone, soa(8), put, soa(8)]])
+    assert got == TxtChanges(
+        8,
+        None,
+        (
+            (False, TransferredTxt(BLAKE, 0, (b"epoch 1",))),
+            (True, TransferredTxt(BLAKE, 0, (b"epoch 2",))),
+        ),
+    )
+
+
 def test_an_unchanged_zone_answers_with_its_soa_alone() -> None:
     assert ixfr(7, [[soa(7)]]) == TxtChanges(7, None, ())
 
