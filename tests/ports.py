@@ -14,16 +14,17 @@ def free_port(*addresses: str) -> int:
         with socket.socket(socket.AF_INET, socket.SOCK_DGRAM) as probe:
             probe.bind((hosts[0], 0))
             port = int(probe.getsockname()[1])
-        if all(_free(host, port) for host in hosts):
+        if all(port_free(host, port) for host in hosts):
             return port
     raise RuntimeError(f"no port free for UDP and TCP on {', '.join(hosts)}")
 
 
-def _free(host: str, port: int) -> bool:
+def port_free(host: str, port: int) -> bool:
+    """Whether ``port`` on ``host`` can be bound for UDP and for TCP now (as a server
+    binds them: with ``SO_REUSEADDR``)."""
     for kind in (socket.SOCK_DGRAM, socket.SOCK_STREAM):
         with socket.socket(socket.AF_INET, kind) as trial:
-            if kind == socket.SOCK_STREAM:
-                trial.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+            trial.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
             try:
                 trial.bind((host, port))
             except OSError:

@@ -88,7 +88,6 @@ import enum
 import fcntl
 import os
 import shutil
-import socket
 import subprocess
 import sys
 import time
@@ -123,6 +122,7 @@ from tests.integration.recursor import (
     recursive_query,
 )
 from tests.integration.servers import AuthoritativeServer, Knot, Named, Nsd, require_daemon
+from tests.ports import port_free
 
 __all__ = [
     "CURRENT_BLAKE_RESOLVER",
@@ -519,23 +519,12 @@ def _claim_block(lock_dir: Path) -> tuple[int, int]:
         except BlockingIOError:
             os.close(fd)
             continue
-        if all(_port_free(address) for address in Addresses.block(n).listening()):
+        if all(port_free(address, DNS_PORT) for address in Addresses.block(n).listening()):
             return n, fd
         os.close(fd)
     raise ToolError(
         f"no loopback block 127.0.N.0/24 with port {DNS_PORT} free, N in {ADDRESS_BLOCKS}"
     )
-
-
-def _port_free(address: str) -> bool:
-    for kind in (socket.SOCK_DGRAM, socket.SOCK_STREAM):
-        with socket.socket(socket.AF_INET, kind) as sock:
-            sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
-            try:
-                sock.bind((address, DNS_PORT))
-            except OSError:
-                return False
-    return True
 
 
 def _add_loopback_addresses(addresses: tuple[str, ...]) -> tuple[str, ...]:

@@ -33,6 +33,7 @@ from alter_publish.pipeline.incremental import (
     align_entries,
     apply_edits,
     next_olds,
+    one_amount,
     respliced,
     shift,
     shift_ascending,
@@ -128,6 +129,20 @@ def _edits(draw: st.DrawFn) -> list[Edit]:
 @given(offsets=st.lists(st.integers(0, 200)), edits=_edits())
 def test_offsets_shift_as_one_by_one(offsets: list[int], edits: list[Edit]) -> None:
     assert shift(offsets, edits) == _shift_one_by_one(offsets, edits)
+
+
+@given(low=st.integers(0, 220), edits=_edits())
+def test_one_amount_is_how_far_every_offset_past_the_edits_moves(
+    low: int, edits: list[Edit]
+) -> None:
+    amount = one_amount(edits, low)
+    offsets = list(range(low, 230))
+    shifted = _shift_one_by_one(offsets, edits)
+    moved = [after - before for before, after in zip(offsets, shifted, strict=True)]
+    if amount is None:  # an edit that changes a size ends past low
+        assert any(len(new) != end - start and end > low for start, end, new in edits)
+    else:
+        assert set(moved) == {amount}
 
 
 @given(offsets=st.lists(st.integers(200, 300)), edits=_edits())

@@ -293,11 +293,11 @@ def _switch(
     staging = outputs.stage() if started is None else started.staging
     written: list[str] = []
     try:
-        # A patch's files are written side by side, one thread each: the kernel's copies
-        # and fsyncs let go of the interpreter's lock (at 100,000 handles a zone of
-        # 127 MB and envelopes of 208 MB). Text is rendered here, one file after the
-        # other: two renderings in threads only take turns with the lock (a full run's
-        # write stage took 0.3-0.7 s longer). When one fails the others still run.
+        # A patch's copies are being synced (``syncing``); other files given as chunks
+        # are written side by side, a thread each (the kernel's copies and fsyncs let go
+        # of the interpreter's lock). Text is rendered here, one file after the other:
+        # two renderings in threads only take turns with the lock (a full run's write
+        # stage took 0.3-0.7 s longer). When one fails the others still run.
         writing = dict(syncing)  # a patch's copies, being synced
         writing |= {
             name: soon(

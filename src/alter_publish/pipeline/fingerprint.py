@@ -440,14 +440,13 @@ class Fingerprint:
         except (OSError, ValueError, KeyError, TypeError):
             return None
 
-    def write(self, path: Path, text: str | None = None) -> None:
-        """Write the record atomically (``text``: its :meth:`to_text`, made already).
+    def write(self, path: Path) -> None:
+        """Write the record atomically.
 
         Raises:
             RenderError: it cannot be written.
         """
-        data = (self.to_text() if text is None else text).encode()
-        atomic_write_bytes(path, data, error=RenderError)
+        atomic_write_bytes(path, self.to_text().encode(), error=RenderError)
 
 
 def forget(path: Path) -> None:

@@ -14,6 +14,7 @@ from alter_publish.format.identitylog import MerkleTree
 from alter_publish.pipeline.incremental import (
     Edit,
     Memo,
+    one_amount,
     placed,
     respliced,
     shift,
@@ -48,12 +49,11 @@ def _blocks_after(
     # No block put in or taken out, and every size changed before the first block (an
     # edit or a rotation: a TXT line longer or shorter, its RRSIG the same size): every
     # block moves by one amount, found in one C loop (the general way takes 50 ms).
-    changes = [(end, len(new) - (end - start)) for start, end, new in zone_edits]
     first = min(memo.apex[0], min(memo.blocks, default=memo.apex[0]))
-    if not base.added and not base.removed and all(end <= first for end, size in changes if size):
-        total = sum(size for _, size in changes)
-        blocks = list(map(total.__add__, memo.blocks))
-        return blocks, (memo.apex[0] + total, memo.apex[1] + total)
+    amount = None if base.added or base.removed else one_amount(zone_edits, first)
+    if amount is not None:
+        blocks = list(map(amount.__add__, memo.blocks))
+        return blocks, (memo.apex[0] + amount, memo.apex[1] + amount)
     starts = [*memo.blocks[0::2], memo.apex[0]]
     sizes = list(map(operator.sub, [*memo.blocks[1::2], memo.apex[1]], starts))
     # A block an edit replaces whole: the new one's size (the few edits looked up, not
