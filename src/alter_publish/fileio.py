@@ -45,6 +45,10 @@ _NO_KERNEL_COPY = frozenset(
 #: A shorter span is written from its bytes: a flush and a system call per span would
 #: cost more than they save (a renewal day patches tens of thousands of short gaps).
 KERNEL_COPY_MIN_OCTETS = 64 * 1024
+#: The buffer of a file written in many pieces: a renewal day's patch writes the zone in
+#: tens of thousands of short ones, and each system call lets other threads take the
+#: interpreter (the default 8 KB buffer made one per piece or two).
+WRITE_BUFFER_OCTETS = 1024 * 1024
 
 
 def buffer_of(chunk: Chunk) -> bytes | memoryview:
@@ -254,7 +258,7 @@ def _replace(
                 same = (compared.stat().st_mode & 0o777) == mode
             except OSError:
                 old, same = None, False
-        with os.fdopen(fd, "wb") as handle:
+        with os.fdopen(fd, "wb", buffering=WRITE_BUFFER_OCTETS) as handle:
             for data in chunks:
                 _write_chunk(handle, data)
                 if same and old is not None and old.read(len(data)) != buffer_of(data):
@@ -309,7 +313,7 @@ def write_temporary(
         raise error(f"cannot write: {exc.strerror}", where=str(path)) from exc
     with _gone_on_failure(Path(tmp), path, error):
         try:
-            handle = os.fdopen(fd, "wb")
+            handle = os.fdopen(fd, "wb", buffering=WRITE_BUFFER_OCTETS)
         except BaseException:
             os.close(fd)
             raise

@@ -18,6 +18,7 @@ removed name with names below it) raises ``ValueError``: the caller signs the wh
 from __future__ import annotations
 
 import base64
+import contextlib
 import functools
 import itertools
 from collections.abc import Iterator, Mapping, Sequence
@@ -131,10 +132,27 @@ class SignedSection:
             start = before
         return Block(start, at, owner_labels(owner), owner)
 
-    def find(self, labels: Labels) -> Block | None:
-        """The block of ``labels``, if the section has one."""
+    def find(self, labels: Labels, hint: int | None = None) -> Block | None:
+        """The block of ``labels``, if the section has one; ``hint``, where it may start
+        (a memo's offset), is checked and taken when right, sparing the search."""
+        if hint is not None and self._line_start(hint):
+            with contextlib.suppress(ValueError):  # not a line as the signer writes it
+                block = self.block_at(hint)
+                if block is not None and block.labels == labels and self._first(block):
+                    return block
         block = self.block_at(self.seek(labels))
         return block if block is not None and block.labels == labels else None
+
+    def _line_start(self, at: int) -> bool:
+        """``at`` is where one of the section's lines starts."""
+        return self.start <= at < self.end and (at == self.start or self.data[at - 1 : at] == b"\n")
+
+    def _first(self, block: Block) -> bool:
+        """``block`` (starting on a line) starts with the first of its owner's lines."""
+        if block.start == self.start:
+            return True
+        before = max(self.data.rfind(b"\n", self.start, block.start - 1) + 1, self.start)
+        return not self.data.startswith(block.owner + b" ", before)
 
     def text(self, block: Block) -> str:
         """A block's lines."""
@@ -200,6 +218,7 @@ class _Patcher:
     hashes_added: dict[bytes, Bitmap] = field(default_factory=dict)
     hashes_removed: dict[bytes, Block] = field(default_factory=dict)
     relinked: dict[Labels, Block] = field(default_factory=dict)
+    hints: Mapping[Labels, int] = field(default_factory=dict)  # where blocks may start
     jobs: int = 1  # processes that sign
 
     # -- the blocks --------------------------------------------------------------------
@@ -436,7 +455,7 @@ class _Patcher:
         fresh: dict[Labels, list[tuple[RRs, str]]] = {}
         for (name, rrs, marker), signed in zip(self.todo, lines, strict=True):
             if marker:
-                block = self.relinked.get(name) or self.section.find(name)
+                block = self.relinked.get(name) or self.section.find(name, self.hints.get(name))
                 if block is None:
                     raise ValueError("an owner to re-sign is not there")
                 self.replace(block, marker, signed)
@@ -488,21 +507,23 @@ def patch_chain(
     added: Sequence[tuple[Labels, RRs]],
     removed: Sequence[Labels],
     blocks: Mapping[Labels, Block] | None = None,
+    hints: Mapping[Labels, int] | None = None,
     jobs: int = 1,
 ) -> ChainPatch:
     """The edits of ``section`` that add the TXT rrsets ``added`` at new owners, remove
     the owners ``removed`` (each holding just a TXT rrset), re-sign the rrsets
     ``resign`` in place, and relink the NSEC or NSEC3 chain (``names``: each owner named
     here, and the apex, as written; ``blocks``: the blocks of owners in ``resign``
-    already found, whose lines the loopback proof does not need: renewals; ``jobs``:
-    processes that sign).
+    already found, whose lines the loopback proof does not need: renewals; ``hints``:
+    where other owners' blocks may start, checked before taken; ``jobs``: processes
+    that sign).
 
     Raises:
         ValueError: the change cannot be made exactly as a full signing would make it.
     """
     patcher = _Patcher(section, spec, keys, window, denial_ttl, dict(names), dict(added), {})
     patcher.relinked.update(blocks or {})
-    patcher.jobs = jobs
+    patcher.hints, patcher.jobs = hints or {}, jobs
     for name in removed:
         block = section.find(name)
         if block is None:

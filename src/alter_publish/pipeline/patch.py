@@ -327,11 +327,17 @@ def _patched_blocks(rendered: _Rendered, base: PatchBase, where: str, jobs: int)
     names = dict(records.names)
     resign: list[tuple[Labels, RRs]] = [(origin, soa)]
     added: list[tuple[Labels, RRs]] = []
+    hints: dict[Labels, int] = {}  # where the memo says an edited handle's block starts
     for index, record in zip(base.changed, rendered.rrsets, strict=True):
         labels = labels_of(record.owner)
         names[labels] = record.owner
         rrs = RRs(_TXT_TYPE, record.ttl, record.wires)
-        (resign if base.edited(index) else added).append((labels, rrs))
+        old = base.olds[index]
+        if old is None:
+            added.append((labels, rrs))
+            continue
+        resign.append((labels, rrs))
+        hints[labels] = memo.blocks[2 * old]
     if rendered.log is not None:  # the checkpoint record: its line edited, its RRSIG made
         labels = labels_of(rendered.log.owner)
         names[labels] = rendered.log.owner
@@ -355,6 +361,7 @@ def _patched_blocks(rendered: _Rendered, base: PatchBase, where: str, jobs: int)
         added=added,
         removed=removed,
         blocks=due.blocks,
+        hints=hints,
         jobs=jobs,
     )
     count = int(header.group(1)) + chain.signatures
