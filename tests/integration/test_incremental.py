@@ -18,6 +18,8 @@ import pytest
 
 from alter_publish import pipeline
 from alter_publish.definition.model import load_zone
+from alter_publish.dns.chainpatch import SignedSection
+from alter_publish.dns.records import labels_of
 from alter_publish.dns.zonekeys import ZoneKeyRole
 from alter_publish.errors import DefinitionError, RenderError
 from alter_publish.keys import commands as keyops
@@ -277,6 +279,30 @@ def test_an_nsec3_zone_is_patched_too(tmp_path: Path) -> None:
     _edit(root, "  - ~user4\n", "  - {handle: ~user4, resolver: 'https://patch.example/4'}\n")
     report = _same_as_full(root, tmp_path, NOW + 60)
     assert report.zones[0].patched == ("~user4",)
+
+
+@pytest.mark.parametrize("denial", ["nsec", "nsec3"])
+def test_edited_handles_blocks_are_found_from_the_memo_not_searched(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, denial: str
+) -> None:
+    # The memo says where each handle's DNSSEC lines start: a patch takes that offset
+    # (checked) instead of a binary search of the section for every edited handle.
+    root = _workspace(tmp_path / "ws", dnssec=f"{{enabled: true, denial: {denial}}}")
+    for number in (4, 17, 41):
+        _edit(root, f"  - ~user{number}\n", f"  - {{handle: ~user{number}, lifetime: 20d}}\n")
+    searched: list[tuple[bytes, ...]] = []
+    seek = SignedSection.seek
+
+    def counted(section: SignedSection, labels: tuple[bytes, ...]) -> int:
+        searched.append(labels)
+        return seek(section, labels)
+
+    monkeypatch.setattr(SignedSection, "seek", counted)
+    report = _same_as_full(root, tmp_path, NOW + 60)
+    assert report.zones[0].patched == ("~user4", "~user17", "~user41")
+    edited = {labels_of(f"_alter.user{number}.{ZONE}.") for number in (4, 17, 41)}
+    assert labels_of(f"{ZONE}.") in searched  # the apex still is (the probe counts)
+    assert not edited & set(searched)
 
 
 def test_a_comment_edit_rewrites_no_output(tmp_path: Path) -> None:

@@ -59,20 +59,38 @@ def test_a_wrong_hint_falls_back_to_the_search(hint: int) -> None:
     assert (found.start, found.end) == (starts[2], starts[5])
 
 
-@pytest.mark.parametrize("offset", [-1, 1, 15, 10**9, -(10**9)])
-def test_a_hint_off_a_line_or_outside_falls_back(offset: int) -> None:
-    # 15: inside the line, where the word read as an owner ("IN") is not a name.
-    section, starts = _section(_LINES), _starts(_LINES)
-    found = section.find(_A, starts[2] + offset)
+def test_every_hint_finds_what_the_search_finds() -> None:
+    # Every offset from before the section to past its end, for every owner: a hint
+    # inside a line (a name in an NSEC line's rdata), on an owner's later line or on
+    # another owner never changes what is found.
+    section = _section(_LINES)
+    for labels in (_ORIGIN, _A, _B, (b"c", b"example", b"")):
+        expected = section.find(labels)
+        for hint in range(section.start - 3, section.end + 4):
+            assert section.find(labels, hint) == expected, (labels, hint)
+
+
+def test_a_hint_on_a_line_the_signer_does_not_write_falls_back() -> None:
+    lines = [*_LINES, b"; a comment\n"]
+    section, starts = _section(lines), _starts(lines)
+    found = section.find(_A, starts[-1])
     assert found is not None
     assert (found.start, found.end) == (starts[2], starts[5])
 
 
-def test_the_hint_is_taken_without_the_search() -> None:
-    # Owners out of canonical order: the search misses a.example., a right hint does not.
-    lines = [_LINES[5], _LINES[6], _LINES[2], _LINES[3], _LINES[4]]
-    section, starts = _section(lines), _starts(lines)
-    assert section.find(_A) is None
+def test_a_right_hint_is_taken_without_the_search(monkeypatch: pytest.MonkeyPatch) -> None:
+    section, starts = _section(_LINES), _starts(_LINES)
+    searched: list[tuple[bytes, ...]] = []
+    seek = SignedSection.seek
+
+    def counted(self: SignedSection, labels: tuple[bytes, ...]) -> int:
+        searched.append(labels)
+        return seek(self, labels)
+
+    monkeypatch.setattr(SignedSection, "seek", counted)
     found = section.find(_A, starts[2])
     assert found is not None
-    assert (found.start, found.end) == (starts[2], section.end)
+    assert found.start == starts[2]
+    assert searched == []
+    assert section.find(_A, starts[3]) == found  # a wrong one: searched
+    assert searched == [_A]
