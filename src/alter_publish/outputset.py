@@ -11,7 +11,11 @@ A reader that needs several files of one set resolves ``current`` once
 
 A generation is never modified once it is current; a file that did not change is a hard
 link to the previous generation's. The previous generation stays (a reader that resolved
-it may still be reading it); older ones, and what interrupted runs left, are removed.
+it may still be reading it); older ones are retired at the switch (renamed
+``g<N>.retired``, at once) and removed by the next run while it works
+(:func:`remove_retired`: deleting a generation's files takes the kernel 0.07 s at
+100,000 handles, 0.7 s at 1,000,000, which no run should wait for); what interrupted
+runs left is removed before a run writes.
 """
 
 from __future__ import annotations
@@ -32,6 +36,8 @@ STORE_SUFFIX = ".outputs"
 #: The symlink in the store naming the current generation.
 CURRENT = "current"
 _GENERATION = re.compile(r"g(\d{1,18})")
+#: The ending of a generation retired at a switch, until :func:`remove_retired` removes it.
+RETIRED_SUFFIX = ".retired"
 
 
 def _replace_symlink(link: Path, target: str) -> None:
@@ -232,8 +238,8 @@ def sweep_store(store: Path) -> list[Path]:
     """
     removed: list[Path] = []
     for entry in os.listdir(store):  # noqa: PTH208 (names only)
-        if entry == CURRENT or _GENERATION.fullmatch(entry):
-            continue
+        if entry == CURRENT or _GENERATION.fullmatch(entry) or _retired(entry):
+            continue  # a retired generation: :func:`remove_retired`
         path = store / entry
         if path.is_dir() and not path.is_symlink():
             shutil.rmtree(path)
@@ -243,21 +249,62 @@ def sweep_store(store: Path) -> list[Path]:
     return removed
 
 
+def _retired(entry: str) -> bool:
+    return entry.endswith(RETIRED_SUFFIX) and bool(
+        _GENERATION.fullmatch(entry[: -len(RETIRED_SUFFIX)])
+    )
+
+
+def remove_retired(out: Path) -> list[Path]:
+    """Remove the generations retired at the switches of every set in ``out`` (what
+    cannot be removed stays for the next run: nobody reads a retired generation).
+
+    Returns:
+        What was removed.
+    """
+    removed: list[Path] = []
+    try:
+        stores = _stores(out)
+    except OSError:
+        return removed
+    for store in stores:
+        try:
+            entries = os.listdir(store)  # noqa: PTH208 (names only)
+        except OSError:
+            continue
+        for entry in entries:
+            if _retired(entry):
+                shutil.rmtree(store / entry, ignore_errors=True)
+                removed.append(store / entry)
+    return removed
+
+
+def _stores(out: Path) -> list[Path]:
+    """The stores of the sets in ``out``.
+
+    Raises:
+        OSError: ``out`` cannot be listed (a missing one has none).
+    """
+    try:
+        names = os.listdir(out)  # noqa: PTH208 (names only)
+    except FileNotFoundError:
+        return []
+    return [
+        out / name
+        for name in names
+        if name.startswith(".") and name.endswith(STORE_SUFFIX) and (out / name).is_dir()
+    ]
+
+
 def sweep_stores(out: Path) -> list[Path]:
     """:func:`sweep_store` for every set's store in ``out``.
 
     Raises:
         OSError: ``out`` or a store cannot be listed or cleaned.
     """
-    try:
-        names = os.listdir(out)  # noqa: PTH208 (names only)
-    except FileNotFoundError:
-        return []
     removed: list[Path] = []
-    for name in names:
-        store = out / name
-        if name.startswith(".") and name.endswith(STORE_SUFFIX) and store.is_dir():
-            removed += sweep_store(store)
+    for store in _stores(out):
+        removed += sweep_store(store)
     return removed
 
 
@@ -362,6 +409,11 @@ class Staging:
             shutil.rmtree(self.directory, ignore_errors=True)
 
     def _remove_old(self, keep: set[str]) -> None:
-        for entry in os.listdir(self.outputs.store):  # noqa: PTH208 (names only)
+        """Retire the generations but ``keep``: a rename each (removed when that fails)."""
+        store = self.outputs.store
+        for entry in os.listdir(store):  # noqa: PTH208 (names only)
             if _GENERATION.fullmatch(entry) and entry not in keep:
-                shutil.rmtree(self.outputs.store / entry, ignore_errors=True)
+                try:
+                    (store / entry).rename(store / f"{entry}{RETIRED_SUFFIX}")
+                except OSError:  # one of that name left (it cannot be: numbers only grow)
+                    shutil.rmtree(store / entry, ignore_errors=True)

@@ -10,6 +10,7 @@ from __future__ import annotations
 import dataclasses
 import resource
 import shutil
+import threading
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
@@ -303,6 +304,26 @@ def test_edited_handles_blocks_are_found_from_the_memo_not_searched(
     edited = {labels_of(f"_alter.user{number}.{ZONE}.") for number in (4, 17, 41)}
     assert labels_of(f"{ZONE}.") in searched  # the apex still is (the probe counts)
     assert not edited & set(searched)
+
+
+def test_a_run_retires_old_generations_and_the_next_removes_them(tmp_path: Path) -> None:
+    # Deleting a generation's files is the kernel's work (0.07 s at 100,000 handles):
+    # the switch renames them away, the next run removes them in a thread as it works.
+    root = _workspace(tmp_path / "ws")
+    store = root / "build" / f".{ZONE}.outputs"
+    threads = threading.active_count()
+    seen = []
+    for number in (4, 17, 41):
+        resolver = f"resolver: 'https://{ZONE}/moved{number}'"
+        _edit(root, f"  - ~user{number}\n", f"  - {{handle: ~user{number}, {resolver}}}\n")
+        assert _sign(root, NOW + 60 * number).zones[0].patched == (f"~user{number}",)
+        seen.append(sorted(path.name for path in store.iterdir()))
+        assert threading.active_count() == threads
+    assert seen == [
+        ["current", "g1", "g2"],
+        ["current", "g1.retired", "g2", "g3"],
+        ["current", "g2.retired", "g3", "g4"],
+    ]
 
 
 def test_a_comment_edit_rewrites_no_output(tmp_path: Path) -> None:

@@ -7,7 +7,7 @@ import shutil
 from pathlib import Path
 
 from alter_publish.fileio import write_compared
-from alter_publish.outputset import CURRENT, OutputSet
+from alter_publish.outputset import CURRENT, OutputSet, remove_retired, sweep_stores
 
 NAMES = ("z.zone", "z.envelopes.json", "z.ds")
 
@@ -48,7 +48,25 @@ def test_the_previous_generation_is_kept_and_older_ones_go(tmp_path: Path) -> No
     outputs = _set(tmp_path)
     for run in range(1, 5):
         _publish(outputs, {"z.zone": f"zone {run}".encode()})
+    # Older ones are retired at each switch (a rename), not removed there: staging the
+    # next generation leaves them too; remove_retired (the next run, meanwhile) does.
+    retired = ["g1.retired", "g2.retired"]
+    assert sorted(p.name for p in outputs.store.iterdir()) == [CURRENT, *retired, "g3", "g4"]
+    assert outputs.current().name == "g4"
+    assert sorted(remove_retired(tmp_path)) == [outputs.store / name for name in retired]
     assert sorted(p.name for p in outputs.store.iterdir()) == [CURRENT, "g3", "g4"]
+    assert remove_retired(tmp_path) == []
+
+
+def test_retired_generations_are_left_to_remove_retired(tmp_path: Path) -> None:
+    outputs = _set(tmp_path)
+    for run in range(1, 4):
+        _publish(outputs, {"z.zone": f"zone {run}".encode()})
+    assert sweep_stores(tmp_path) == []  # what interrupted runs left: not these
+    staging = outputs.stage()  # nor when the next generation starts
+    assert (outputs.store / "g1.retired" / "z.zone").read_bytes() == b"zone 1"
+    staging.abandon()
+    assert remove_retired(tmp_path / "missing") == []
 
 
 def test_a_file_the_new_set_lacks_loses_its_link_after_the_switch(tmp_path: Path) -> None:

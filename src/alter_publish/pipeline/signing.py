@@ -12,19 +12,21 @@ from __future__ import annotations
 
 import contextlib
 import dataclasses
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
 from pathlib import Path
 
 from alter_publish.errors import UsageError
 from alter_publish.fileio import exclusive
 from alter_publish.keys.store import KeyStore
+from alter_publish.outputset import remove_retired
 from alter_publish.parallel import NoProgress, Progress
 from alter_publish.pipeline.clock import serial_warning
-from alter_publish.pipeline.context import RunContext, ZoneRun, ZoneStart
+from alter_publish.pipeline.context import ProvenRun, RunContext, ZoneRun, ZoneStart
 from alter_publish.pipeline.leftovers import sweep_leftovers
 from alter_publish.pipeline.paths import default_templates_dir
-from alter_publish.pipeline.reports import SignReport
+from alter_publish.pipeline.reports import SignReport, ZoneResult
 from alter_publish.pipeline.unchanged import unchanged
+from alter_publish.threads import soon
 
 
 def sign(
@@ -78,20 +80,8 @@ def sign(
     with contextlib.nullcontext() if check else exclusive(out, "signing into it"):
         if not check:
             sweep_leftovers(out, zone_files)
-        runs: list[ZoneRun] = []
-        try:
-            for path in zone_files:
-                runs.append(_strategy(ctx, path))
-            runs.sort(key=lambda run: run.rank)
-            _refuse_twice(runs)
-            proven_runs = [run.prove(ctx) for run in runs]  # full runs plan and prove here
-            proven = all(run.proven for run in proven_runs)
-            zones = tuple(run.commit(ctx, proven) for run in proven_runs)
-        except BaseException:
-            for run in runs:  # a patch's files may be being copied
-                with contextlib.suppress(Exception):
-                    run.discard()
-            raise
+        with contextlib.nullcontext() if check else _removing_retired(out):
+            proven_runs, proven, zones = _run(ctx, zone_files)
     warnings = (
         *(warning for run in proven_runs for warning in run.warnings),
         *(warning for zone in zones if (warning := serial_warning(zone.zone, zone.serial, now))),
@@ -103,6 +93,42 @@ def sign(
         check=check,
         proven=proven,
     )
+
+
+@contextlib.contextmanager
+def _removing_retired(out: Path) -> Iterator[None]:
+    """Remove the output generations the last runs retired while the block runs (the
+    kernel's work, which lets go of the interpreter), and wait for it at the end."""
+    removed = soon(lambda: remove_retired(out), "remove-retired")
+    try:
+        yield
+    finally:
+        removed()  # no thread outlives the run
+
+
+def _run(
+    ctx: RunContext, zone_files: Sequence[Path]
+) -> tuple[list[ProvenRun], bool, tuple[ZoneResult, ...]]:
+    """Each zone through its strategy, proven, and committed when every one was proven:
+    (the proven runs, whether all were, their results).
+
+    Raises:
+        AlterError: see :func:`sign`.
+    """
+    runs: list[ZoneRun] = []
+    try:
+        for path in zone_files:
+            runs.append(_strategy(ctx, path))
+        runs.sort(key=lambda run: run.rank)
+        _refuse_twice(runs)
+        proven_runs = [run.prove(ctx) for run in runs]  # full runs plan and prove here
+        proven = all(run.proven for run in proven_runs)
+        return proven_runs, proven, tuple(run.commit(ctx, proven) for run in proven_runs)
+    except BaseException:
+        for run in runs:  # a patch's files may be being copied
+            with contextlib.suppress(Exception):
+                run.discard()
+        raise
 
 
 def _strategy(ctx: RunContext, definition: Path) -> ZoneRun:
