@@ -228,7 +228,8 @@ class OutputSet:
 
 def sweep_store(store: Path) -> list[Path]:
     """Remove what interrupted runs left in a set's store: generations being written and
-    temporary links (the store holds nothing else of anyone's).
+    temporary links (the store holds nothing else of anyone's but generations, current,
+    retired ones: :func:`remove_retired`).
 
     Returns:
         What was removed.
@@ -255,27 +256,36 @@ def _retired(entry: str) -> bool:
     )
 
 
-def remove_retired(out: Path) -> list[Path]:
-    """Remove the generations retired at the switches of every set in ``out`` (what
-    cannot be removed stays for the next run: nobody reads a retired generation).
+def retired_generations(out: Path) -> list[Path]:
+    """The generations retired at the switches of every set in ``out`` (none when it
+    cannot be listed)."""
+    found: list[Path] = []
+    with contextlib.suppress(OSError):
+        for store in _stores(out):
+            with contextlib.suppress(OSError):
+                names = os.listdir(store)  # noqa: PTH208 (names only)
+                found += (store / name for name in sorted(names) if _retired(name))
+    return found
+
+
+def remove_retired(retired: list[Path]) -> list[Path]:
+    """Remove ``retired`` (:func:`retired_generations`); what cannot be removed stays for
+    the next run (nobody reads a retired generation).
 
     Returns:
         What was removed.
     """
     removed: list[Path] = []
-    try:
-        stores = _stores(out)
-    except OSError:
-        return removed
-    for store in stores:
-        try:
-            entries = os.listdir(store)  # noqa: PTH208 (names only)
-        except OSError:
-            continue
-        for entry in entries:
-            if _retired(entry):
-                shutil.rmtree(store / entry, ignore_errors=True)
-                removed.append(store / entry)
+    for path in retired:
+        if not path.is_symlink() and not path.exists():
+            continue  # gone already
+        if path.is_dir() and not path.is_symlink():
+            shutil.rmtree(path, ignore_errors=True)
+        else:
+            with contextlib.suppress(OSError):
+                path.unlink()
+        if not path.exists() and not path.is_symlink():
+            removed.append(path)
     return removed
 
 
@@ -375,8 +385,9 @@ class Staging:
             raise self.error(f"cannot keep: {exc.strerror}", where=str(source)) from exc
 
     def switch(self) -> None:
-        """Publish the generation: one rename of the ``current`` symlink; then remove the
-        generations before the previous one.
+        """Publish the generation: one rename of the ``current`` symlink; then retire the
+        generations before the previous one (renamed ``g<N>.retired``: see
+        :func:`remove_retired`).
 
         Raises:
             AlterError: (``error``) a rename or link failed (the previous set stays).
@@ -396,7 +407,7 @@ class Staging:
                 if name not in present:
                     outputs._link(name, generation)  # our link to a file now gone
             fsync_directory(outputs.out)
-            self._remove_old(keep={generation.name, self.previous.name})
+            self._retire_old(keep={generation.name, self.previous.name})
         except OSError as exc:
             raise self.error(
                 f"cannot switch the output set: {exc.strerror}", where=str(outputs.store)
@@ -408,12 +419,12 @@ class Staging:
         if self.directory.name.endswith(".staging"):
             shutil.rmtree(self.directory, ignore_errors=True)
 
-    def _remove_old(self, keep: set[str]) -> None:
+    def _retire_old(self, keep: set[str]) -> None:
         """Retire the generations but ``keep``: a rename each (removed when that fails)."""
         store = self.outputs.store
         for entry in os.listdir(store):  # noqa: PTH208 (names only)
             if _GENERATION.fullmatch(entry) and entry not in keep:
                 try:
                     (store / entry).rename(store / f"{entry}{RETIRED_SUFFIX}")
-                except OSError:  # one of that name left (it cannot be: numbers only grow)
+                except OSError:  # one of that name left (generations removed by hand)
                     shutil.rmtree(store / entry, ignore_errors=True)

@@ -7,8 +7,9 @@ function over tasks and yields results in task order whatever finished first;
 with ``jobs`` 1 it runs inline. Ed25519 is deterministic, so a parallel run's
 output is byte-identical to a single-process run's.
 
-Fork before starting threads (the loopback server's) or with them idle; the
-workers never touch what other threads hold. Progress is reported per finished
+Fork before starting threads (the loopback server's) or with them idle, or busy only
+in system calls with Ctrl-C and SIGTERM blocked (``sign`` removing retired output
+generations); the workers never touch what other threads hold. Progress is reported per finished
 task through a callback, so long stages can drive a progress bar.
 """
 

@@ -12,10 +12,12 @@ import os
 import signal
 import threading
 import time
+from pathlib import Path
 
 import pytest
 
 from alter_publish.interrupts import starting_workers
+from alter_publish.pipeline.signing import _remove_quietly
 
 
 def _ctrl_c_while_workers_start() -> None:
@@ -39,3 +41,23 @@ def test_a_ctrl_c_while_workers_start_reaches_the_main_thread_with_other_threads
         done.set()
         other.join()
         signal.signal(signal.SIGINT, inherited)
+
+
+def test_the_thread_removing_retired_generations_leaves_interrupts_to_the_main_one(
+    tmp_path: Path,
+) -> None:
+    # It runs while workers start: a Ctrl-C it took then would be lost (see above).
+    retired = tmp_path / "g1.retired"
+    retired.mkdir()
+    masks: list[set[int | signal.Signals]] = []
+
+    def remove() -> None:
+        assert _remove_quietly([retired]) == [retired]
+        masks.append(signal.pthread_sigmask(signal.SIG_BLOCK, []))
+
+    thread = threading.Thread(target=remove)
+    thread.start()
+    thread.join()
+    assert masks
+    assert {signal.SIGINT, signal.SIGTERM} <= masks[0]
+    assert signal.SIGINT not in signal.pthread_sigmask(signal.SIG_BLOCK, [])

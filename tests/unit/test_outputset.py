@@ -7,7 +7,13 @@ import shutil
 from pathlib import Path
 
 from alter_publish.fileio import write_compared
-from alter_publish.outputset import CURRENT, OutputSet, remove_retired, sweep_stores
+from alter_publish.outputset import (
+    CURRENT,
+    OutputSet,
+    remove_retired,
+    retired_generations,
+    sweep_stores,
+)
 
 NAMES = ("z.zone", "z.envelopes.json", "z.ds")
 
@@ -53,9 +59,11 @@ def test_the_previous_generation_is_kept_and_older_ones_go(tmp_path: Path) -> No
     retired = ["g1.retired", "g2.retired"]
     assert sorted(p.name for p in outputs.store.iterdir()) == [CURRENT, *retired, "g3", "g4"]
     assert outputs.current().name == "g4"
-    assert sorted(remove_retired(tmp_path)) == [outputs.store / name for name in retired]
+    found = retired_generations(tmp_path)
+    assert found == [outputs.store / name for name in retired]
+    assert remove_retired(found) == found
     assert sorted(p.name for p in outputs.store.iterdir()) == [CURRENT, "g3", "g4"]
-    assert remove_retired(tmp_path) == []
+    assert retired_generations(tmp_path) == []
 
 
 def test_retired_generations_are_left_to_remove_retired(tmp_path: Path) -> None:
@@ -66,7 +74,20 @@ def test_retired_generations_are_left_to_remove_retired(tmp_path: Path) -> None:
     staging = outputs.stage()  # nor when the next generation starts
     assert (outputs.store / "g1.retired" / "z.zone").read_bytes() == b"zone 1"
     staging.abandon()
-    assert remove_retired(tmp_path / "missing") == []
+
+
+def test_retired_entries_of_any_kind_are_removed_and_only_those_reported(tmp_path: Path) -> None:
+    outputs = _set(tmp_path)
+    _publish(outputs, {"z.zone": b"zone 1"})
+    (outputs.store / "g7.retired").write_bytes(b"a file, by hand")
+    (outputs.store / "g8.retired").symlink_to("g1")
+    (outputs.store / "x.retired").mkdir()  # not a generation's name: not ours
+    found = retired_generations(tmp_path)
+    assert [path.name for path in found] == ["g7.retired", "g8.retired"]
+    assert remove_retired([*found, outputs.store / "g9.retired"]) == found
+    assert outputs.current().name == "g1"
+    assert (outputs.store / "x.retired").is_dir()
+    assert retired_generations(tmp_path / "missing") == []
 
 
 def test_a_file_the_new_set_lacks_loses_its_link_after_the_switch(tmp_path: Path) -> None:

@@ -12,13 +12,16 @@ from __future__ import annotations
 
 import contextlib
 import dataclasses
+import functools
+import signal
 from collections.abc import Iterator, Sequence
 from pathlib import Path
 
 from alter_publish.errors import UsageError
 from alter_publish.fileio import exclusive
+from alter_publish.interrupts import INTERRUPT_SIGNALS
 from alter_publish.keys.store import KeyStore
-from alter_publish.outputset import remove_retired
+from alter_publish.outputset import remove_retired, retired_generations
 from alter_publish.parallel import NoProgress, Progress
 from alter_publish.pipeline.clock import serial_warning
 from alter_publish.pipeline.context import ProvenRun, RunContext, ZoneRun, ZoneStart
@@ -97,13 +100,25 @@ def sign(
 
 @contextlib.contextmanager
 def _removing_retired(out: Path) -> Iterator[None]:
-    """Remove the output generations the last runs retired while the block runs (the
-    kernel's work, which lets go of the interpreter), and wait for it at the end."""
-    removed = soon(lambda: remove_retired(out), "remove-retired")
+    """Remove the output generations the last runs retired (found now: not those this
+    run retires) while the block runs (the kernel's work, which lets go of the
+    interpreter), and wait for it at the end."""
+    retired = retired_generations(out)
+    if not retired:
+        yield
+        return
+    removed = soon(functools.partial(_remove_quietly, retired), "remove-retired")
     try:
         yield
     finally:
         removed()  # no thread outlives the run
+
+
+def _remove_quietly(retired: list[Path]) -> list[Path]:
+    """:func:`remove_retired` in a thread that leaves Ctrl-C and SIGTERM to the main one
+    (a signal it took while workers start would be lost: see ``starting_workers``)."""
+    signal.pthread_sigmask(signal.SIG_BLOCK, INTERRUPT_SIGNALS)
+    return remove_retired(retired)
 
 
 def _run(
