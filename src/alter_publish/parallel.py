@@ -9,8 +9,8 @@ output is byte-identical to a single-process run's.
 
 Fork before starting threads (the loopback server's) or with them idle, or busy only
 in system calls with Ctrl-C and SIGTERM blocked (``sign`` removing retired output
-generations); the workers never touch what other threads hold. Progress is reported per finished
-task through a callback, so long stages can drive a progress bar.
+generations); the workers never touch what other threads hold. Progress is reported
+per finished task through a callback, so long stages can drive a progress bar.
 """
 
 from __future__ import annotations
