@@ -277,14 +277,14 @@ def remove_retired(retired: list[Path]) -> list[Path]:
     """
     removed: list[Path] = []
     for path in retired:
-        if not path.is_symlink() and not path.exists():
+        if not os.path.lexists(path):
             continue  # gone already
         if path.is_dir() and not path.is_symlink():
             shutil.rmtree(path, ignore_errors=True)
         else:
             with contextlib.suppress(OSError):
                 path.unlink()
-        if not path.exists() and not path.is_symlink():
+        if not os.path.lexists(path):
             removed.append(path)
     return removed
 

@@ -107,6 +107,13 @@ def _edit_drew(ws: Workspace) -> None:
     )
 
 
+def _drew_edited(workspace: Workspace) -> tuple[Workspace, RunContext]:
+    """The example zone signed, then ``~drew`` edited: a patch's context a minute later."""
+    ws = _signed(workspace)
+    _edit_drew(ws)
+    return ws, _ctx(ws, now=NOW + MINUTE)
+
+
 # --- render ------------------------------------------------------------------------
 
 
@@ -361,9 +368,7 @@ def test_unchanged_hashes_the_inputs_inside_its_span(workspace: Workspace) -> No
 def test_unchanged_says_no_to_an_edited_definition_before_hashing_anything_else(
     workspace: Workspace,
 ) -> None:
-    ws = _signed(workspace)
-    _edit_drew(ws)
-    ctx = _ctx(ws, now=NOW + MINUTE)
+    ws, ctx = _drew_edited(workspace)
     start = ZoneStart.read(ctx, ws.zone_file)
     assert start.record is not None
     assert start.record.source_sha256
@@ -372,9 +377,7 @@ def test_unchanged_says_no_to_an_edited_definition_before_hashing_anything_else(
 
 
 def test_patched_takes_just_the_handle_edited(workspace: Workspace) -> None:
-    ws = _signed(workspace)
-    _edit_drew(ws)
-    ctx = _ctx(ws, now=NOW + MINUTE)
+    ws, ctx = _drew_edited(workspace)
     start = ZoneStart.read(ctx, ws.zone_file)
     assert unchanged(ctx, start) is None
     run = patched(ctx, start)
@@ -388,9 +391,7 @@ def test_patched_takes_just_the_handle_edited(workspace: Workspace) -> None:
 def test_a_patchs_record_that_could_not_be_made_ready_is_made_after_its_outputs(
     workspace: Workspace, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    ws = _signed(workspace)
-    _edit_drew(ws)
-    ctx = _ctx(ws, now=NOW + MINUTE)
+    ws, ctx = _drew_edited(workspace)
     run = patched(ctx, ZoneStart.read(ctx, ws.zone_file))
     assert isinstance(run, Patched)
     made = patch_record_later
@@ -429,9 +430,7 @@ def test_a_patch_copies_its_files_before_it_commits_and_switches_after_the_state
     # The zone file and envelopes are copied into the next generation once the patch is
     # proven, beside its memo, and synced beside the log and state once all of them are
     # copied; the set is switched to them once the log and state are on disk.
-    ws = _signed(workspace)
-    _edit_drew(ws)
-    ctx = _ctx(ws, now=NOW + MINUTE)
+    ws, ctx = _drew_edited(workspace)
     events: list[str] = []
     copy, made, durable, switch = (
         write_temporary,
@@ -529,9 +528,7 @@ def test_a_patch_whose_text_comes_back_as_the_last_runs_declines(
 ) -> None:
     # The serial moves on as soon as a line changed, while the text's digest is made in
     # a thread; were that digest the state's after all, the serial should not have moved.
-    ws = _signed(workspace)
-    _edit_drew(ws)
-    ctx = _ctx(ws, now=NOW + MINUTE)
+    ws, ctx = _drew_edited(workspace)
     state = SerialState.read(state_path_for(ws.zone_file))
     assert state is not None
     soon_made = zone_sha256_soon
@@ -550,9 +547,7 @@ def test_a_patch_whose_text_comes_back_as_the_last_runs_declines(
 def test_a_patch_whose_commit_fails_once_its_record_is_hashing_leaves_no_record(
     workspace: Workspace, monkeypatch: pytest.MonkeyPatch, fails: str
 ) -> None:
-    ws = _signed(workspace)
-    _edit_drew(ws)
-    ctx = _ctx(ws, now=NOW + MINUTE)
+    ws, ctx = _drew_edited(workspace)
     run = patched(ctx, ZoneStart.read(ctx, ws.zone_file))
     assert isinstance(run, Patched)
 
@@ -591,9 +586,7 @@ def test_a_record_kept_before_the_definitions_digest_was_still_holds(
 def test_a_patch_that_stops_while_its_text_is_hashed_waits_for_the_thread(
     workspace: Workspace, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    ws = _signed(workspace)
-    _edit_drew(ws)
-    ctx = _ctx(ws, now=NOW + MINUTE)
+    ws, ctx = _drew_edited(workspace)
     gate = threading.Event()
     hashed = zone_sha256_soon
 
@@ -626,9 +619,7 @@ def test_a_patch_hashes_its_text_in_a_thread_only_when_it_forks_no_workers(
 ) -> None:
     # Workers are forked with no thread running (parallel.py): a patch big enough to
     # fork for its signatures hashes its text at once.
-    ws = _signed(workspace)
-    _edit_drew(ws)
-    ctx = _ctx(ws, now=NOW + MINUTE)
+    ws, ctx = _drew_edited(workspace)
     threaded: list[bool] = []
     made = zone_sha256_soon
 

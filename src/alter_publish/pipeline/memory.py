@@ -108,10 +108,10 @@ def record_fingerprint(ctx: RunContext, plan: ZonePlan, source: str) -> KeyLines
 @dataclass(frozen=True, slots=True)
 class Drafted:
     """A record made in three steps: made, and written to a temporary file (synced) in a
-    thread, but for its digest; ``hashed`` (call it once the log and state are written) hashes what
-    the run's last writes cannot change, in a thread, and gives the function that makes
-    the rest of the digest, writes it in and renames the file; or ``drop`` removes the
-    file (the run did not commit)."""
+    thread, but for its digest; ``hashed`` (call it once the log and state are written)
+    hashes what the run's last writes cannot change, in a thread, and gives the function
+    that makes the rest of the digest, writes it in and renames the file; or ``drop``
+    removes the file (the run did not commit)."""
 
     hashed: Callable[[], Callable[[], None]]
     drop: Callable[[], None]
@@ -130,9 +130,9 @@ def fingerprint_later(
     lines of its ``handle_keys``) in three steps (:class:`Drafted`): its JSON now, with
     the digest's place held, written to a temporary file and synced in a thread; the
     first function it gives hashes what the run's last writes cannot change
-    (:meth:`Inputs.digest_later`, in a thread: call it once the log and state are written); the
-    second makes the rest of the digest and puts it in (once the outputs and the state
-    are written).
+    (:meth:`Inputs.digest_later`, in a thread: call it once the log and state are
+    written); the second makes the rest of the digest and puts it in (once the outputs
+    and the state are written).
 
     Raises:
         RenderError: (the functions it gives) the record cannot be written.
@@ -207,8 +207,8 @@ def patch_record_later(
     """The fingerprint (:func:`fingerprint_later`) and ``memo`` (its key lines ``keys``)
     of a patched run, in the three steps of :class:`Drafted`: made, and written to
     temporary files and synced in threads, while the outputs are copied; the content
-    files hashed once the log and state are written; the digests (of the outputs, known once they
-    are switched to) written in before each is renamed (the fingerprint first).
+    files hashed once the log and state are written; the digests (of the outputs, known
+    once they are switched to) written in before each is renamed (the fingerprint first).
 
     Raises:
         RenderError: (the functions it gives) the fingerprint or memo cannot be written.
