@@ -291,14 +291,13 @@ def write_temporary(
     *,
     mode: int = PUBLIC_MODE,
     error: type[AlterError],
-    sync: bool = False,
 ) -> Path:
-    """Write ``chunks`` to a new temporary file beside ``path`` (synced only with
-    ``sync``) and close it: :func:`put_in_place` syncs it and renames it over ``path``.
-    For files written early and synced later, when the files that must reach the disk
-    first are written (an fsync waits for the write-back of every file with blocks in
-    the same journal transaction, ext4's ordered data: big files synced early would
-    hold up the small ones' fsyncs).
+    """Write ``chunks`` to a new temporary file beside ``path``, sync it and close it:
+    :func:`put_in_place` renames it over ``path`` (with the bytes known only at the end
+    written in). For files written in threads before they are due, so that their
+    write-back is done by the time the files that must reach the disk first are synced
+    (an fsync waits for the write-back of every file with blocks in the same journal
+    transaction, ext4's ordered data).
 
     Returns:
         The temporary file.
@@ -321,9 +320,8 @@ def write_temporary(
             for data in chunks:
                 _write_chunk(handle, data)
             os.fchmod(handle.fileno(), mode)
-            if sync:
-                handle.flush()
-                os.fsync(handle.fileno())
+            handle.flush()
+            os.fsync(handle.fileno())
     return Path(tmp)
 
 

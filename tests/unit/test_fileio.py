@@ -96,9 +96,29 @@ def test_a_temporary_file_put_in_place_with_what_came_last(tmp_path: Path) -> No
     assert stat.S_IMODE(path.stat().st_mode) == 0o644
 
 
+def test_a_temporary_file_is_synced_before_it_is_given(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # A patch's copies are written in threads while it makes its record: synced there,
+    # their write-back is done before the commit syncs the log and state (ext4's
+    # ordered data makes those fsyncs wait for every file in the journal transaction).
+    path = tmp_path / "big.zone"
+    synced: list[bytes] = []
+    real_fsync = os.fsync
+
+    def fsync(fd: int) -> None:
+        synced.append(os.pread(fd, 100, 0))
+        real_fsync(fd)
+
+    monkeypatch.setattr(os, "fsync", fsync)
+    temporary = write_temporary(path, (b"zone ", b"text"), error=RenderError)
+    assert synced == [b"zone text"]
+    assert temporary.read_bytes() == b"zone text"
+
+
 def test_a_temporary_file_that_cannot_be_put_in_place_is_gone(tmp_path: Path) -> None:
     path = tmp_path / "record.json"
-    temporary = write_temporary(path, (b"x",), error=RenderError, sync=True)
+    temporary = write_temporary(path, (b"x",), error=RenderError)
     (tmp_path / "record.json").mkdir()  # a directory where the file goes
     (tmp_path / "record.json" / "in the way").touch()
     with pytest.raises(RenderError, match="cannot write"):

@@ -74,8 +74,8 @@ class Writes:
 @dataclass(frozen=True, slots=True)
 class Started:
     """A patch's output files being copied into the next generation of its zone's set
-    (:func:`start_writes`) while its record is made ready: unsynced temporary files,
-    which the commit syncs and renames while it writes the log and state, then switches
+    (:func:`start_writes`) while its record is made ready: temporary files, synced once
+    copied, which the commit renames while it writes the log and state, then switches
     to; or the run drops them (:meth:`discard`). No reader sees a generation before the
     switch."""
 
@@ -112,9 +112,12 @@ def start_writes(
     out: Path, zone: str, zone_file: Chunks | None, envelopes_file: Chunks | None
 ) -> Started:
     """Start copying a patch's zone file and envelopes document (None: kept as they are)
-    into the next generation of ``zone``'s output set in ``out``, a thread each: unsynced
-    temporary files (:func:`fileio.write_temporary`), synced at the commit, beside the
-    log and state.
+    into the next generation of ``zone``'s output set in ``out``, a thread each:
+    temporary files (:func:`fileio.write_temporary`), each synced once copied, while the
+    patch makes its memo and record, so that the commit's fsyncs of the log and state
+    find them on the disk (ext4's ordered data: an fsync waits for the write-back of every
+    file in its journal transaction; synced at the commit, beside the log and state, the
+    copies held those fsyncs up 0.15-0.2 s at 100,000 handles).
 
     Raises:
         RenderError: the output set cannot be prepared.

@@ -259,7 +259,7 @@ def _written_soon(path: Path, draft: bytes) -> Callable[[], Path]:
     Raises:
         RenderError: (the function it gives) it cannot be written.
     """
-    write = functools.partial(write_temporary, path, (draft,), error=RenderError, sync=True)
+    write = functools.partial(write_temporary, path, (draft,), error=RenderError)
     return soon(write, f"record {path.name}")
 
 
