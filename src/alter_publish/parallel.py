@@ -221,6 +221,14 @@ class Workers:
             self._pool = None
         _SHARED[0] = None
 
+    def map_soon(self, function: Callable[[Any], R], tasks: Iterable[Any]) -> Iterator[R]:
+        """``function(task)`` for every task, started now (done now when inline), results
+        in task order as the iterator is read: work for the workers while this process
+        does its own. ``function`` and the tasks as for :meth:`map_chunks`."""
+        if self._pool is None:
+            return iter(list(map(function, tasks)))
+        return self._pool.imap(function, tasks)
+
     def map_chunks(
         self,
         function: Callable[[Any], list[R]],

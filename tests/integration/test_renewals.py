@@ -14,14 +14,21 @@ from __future__ import annotations
 
 import shutil
 from pathlib import Path
+from typing import Any
 
 import pytest
 
+import alter_publish.pipeline.renewsoon as renewsoon
+from alter_publish.definition.model import load_zone
+from alter_publish.definition.state import SerialState, state_path_for
+from alter_publish.dns.chainpatch import SignedSection
+from alter_publish.dns.dnssec import choose_window
+from alter_publish.dns.records import labels_of
+from alter_publish.dns.renewdue import due_owners
 from alter_publish.keys.store import KeyStore
 from alter_publish.pipeline import SignReport, sign
+from alter_publish.pipeline.patchrenew import DNSSEC_HEADER
 from tests.conftest import NOW
-
-pytestmark = pytest.mark.slow  # 16 daily runs, each twice (patched and full): ~30 s
 
 ZONE = "renew.example"
 HANDLES = 120
@@ -53,7 +60,7 @@ def _definition(denial: str = "nsec3") -> str:
     return "\n".join(lines) + "\n"
 
 
-def _sign(root: Path, now: int, *, incremental: bool = True) -> SignReport:
+def _sign(root: Path, now: int, *, incremental: bool = True, jobs: int = 1) -> SignReport:
     report = sign(
         [root / "zones" / f"{ZONE}.yaml"],
         out=root / "build",
@@ -61,11 +68,13 @@ def _sign(root: Path, now: int, *, incremental: bool = True) -> SignReport:
         now=now,
         create_keys=True,
         incremental=incremental,
+        jobs=jobs,
     )
     assert report.ok
     return report
 
 
+@pytest.mark.slow  # 16 daily runs, each twice (patched and full): ~30 s
 @pytest.mark.parametrize("denial", ["nsec3", "nsec"])
 def test_daily_runs_renew_a_bounded_share(tmp_path: Path, denial: str) -> None:
     root = tmp_path / "ws"
@@ -107,3 +116,70 @@ def test_daily_runs_renew_a_bounded_share(tmp_path: Path, denial: str) -> None:
     assert max(counts) <= 3 * signatures // RRSIG_SLOTS, (counts, signatures)
     assert min(counts) > 0
     assert sum(counts[:RRSIG_SLOTS]) >= signatures
+
+
+@pytest.mark.parametrize("denial", ["nsec3", "nsec"])
+def test_renewals_made_by_workers_are_a_full_runs_bytes(
+    tmp_path: Path, denial: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # A day's RRSIGs are found and made by two workers beside the envelopes and the
+    # render (at 100,000 handles, from about 4,000 due); here for a small zone too.
+    monkeypatch.setattr(renewsoon, "MIN_RRSIGS", 0)
+    taken: list[bool] = []
+    take = renewsoon.RenewalSoon.renewal
+
+    def spied(self: renewsoon.RenewalSoon, *args: Any) -> Any:
+        result = take(self, *args)
+        taken.append(result is not None)
+        return result
+
+    monkeypatch.setattr(renewsoon.RenewalSoon, "renewal", spied)
+    root = tmp_path / "ws"
+    (root / "zones").mkdir(parents=True)
+    (root / "zones" / f"{ZONE}.yaml").write_text(_definition(denial))
+    _sign(root, NOW, jobs=2)
+    for day in (1, 2, 5):
+        now = NOW + day * DAY_SECONDS + 3 * 3600
+        twin = tmp_path / f"twin-{day}"
+        shutil.copytree(root, twin)
+        zone = _sign(root, now, jobs=2).zones[0]
+        _sign(twin, now, incremental=False)
+        assert zone.patched is not None, (day, zone.changes)
+        for name in OUTPUTS:
+            assert (root / name).read_bytes() == (twin / name).read_bytes(), (day, name)
+        shutil.rmtree(twin)
+    assert taken == [True, True, True]
+
+
+def test_owners_due_found_in_parts_cut_anywhere_are_each_found_once(tmp_path: Path) -> None:
+    # The workers each take the owners whose block starts in their part of the DNSSEC
+    # section: cut at any byte, the parts together find what the whole finds, in order.
+    root = tmp_path / "ws"
+    (root / "zones").mkdir(parents=True)
+    definition = root / "zones" / f"{ZONE}.yaml"
+    definition.write_text(_definition())
+    _sign(root, NOW)
+    data = (root / "build" / f"{ZONE}.zone").read_bytes()
+    previous = SerialState.read(state_path_for(definition))
+    assert previous is not None
+    assert previous.signatures is not None
+    spec = load_zone(definition).dnssec
+    window = choose_window(NOW + 2 * DAY_SECONDS + 3 * 3600, spec)
+    header = DNSSEC_HEADER.search(data)
+    assert header is not None
+    section = SignedSection(data, header.end(), len(data), labels_of(f"{ZONE}."))
+    whole = [due.block for due in due_owners(section, previous.signatures, window, spec)]
+    assert whole  # two slots started: owners fall due
+    lines = [
+        section.start,
+        *(at + 1 for at in range(section.start, section.end - 1) if data[at : at + 1] == b"\n"),
+    ]
+    for cut in sorted({*lines[::7], *(at + 3 for at in lines[::11]), section.end}):
+        parts = [
+            due.block
+            for span in ((section.start, cut), (cut, section.end))
+            for due in due_owners(section, previous.signatures, window, spec, span)
+        ]
+        assert sorted(parts, key=lambda block: block.start) == sorted(
+            whole, key=lambda block: block.start
+        ), cut

@@ -213,7 +213,8 @@ class _Patcher:
     changed: dict[int, tuple[Block, str]] = field(default_factory=dict)  # by start
     new_blocks: dict[Labels, tuple[int, str]] = field(default_factory=dict)  # at, text
     deleted: dict[int, Block] = field(default_factory=dict)
-    todo: list[tuple[Labels, RRs, str]] = field(default_factory=list)  # rrset, marker
+    #: rrset, marker, and its RRSIG lines when made already (None: to sign here)
+    todo: list[tuple[Labels, RRs, str, str | None]] = field(default_factory=list)
     # NSEC3: hashes added (-> bitmap) and removed (-> their block)
     hashes_added: dict[bytes, Bitmap] = field(default_factory=dict)
     hashes_removed: dict[bytes, Block] = field(default_factory=dict)
@@ -272,12 +273,12 @@ class _Patcher:
             following = self.nsec_next(name, block.end)[1]
             rrs = nsec_rrs(following, Bitmap.of(types), self.ttl)
             self.replace(block, " IN NSEC ", _record_lines(block.owner.decode("ascii"), rrs))
-            self.todo.append((name, rrs, " IN RRSIG NSEC "))
+            self.todo.append((name, rrs, " IN RRSIG NSEC ", None))
             self.relinked[name] = block
         bitmap = Bitmap.of((_TXT, _RRSIG, _NSEC))
         for name in self.added:
             following = self.nsec_next(name, self.section.seek(name))[1]
-            self.todo.append((name, nsec_rrs(following, bitmap, self.ttl), ""))
+            self.todo.append((name, nsec_rrs(following, bitmap, self.ttl), "", None))
 
     def nsec_types(self, block: Block) -> list[int]:
         (row,) = _rows(self.current(block), " IN NSEC ")
@@ -425,7 +426,12 @@ class _Patcher:
             owner = nsec3_owner(digest, origin)
             self.names[owner] = name_text(owner)
             self.todo.append(
-                (owner, nsec3_rrs(self.new_next(digest, old), bitmap, self.ttl, self.spec), "")
+                (
+                    owner,
+                    nsec3_rrs(self.new_next(digest, old), bitmap, self.ttl, self.spec),
+                    "",
+                    None,
+                )
             )
         for digest, block in anchors.items():
             if digest in self.hashes_added:
@@ -435,7 +441,7 @@ class _Patcher:
             following = self.new_next(digest, self.old_next(block))
             rrs = nsec3_rrs(following, Bitmap.of(kinds), self.ttl, self.spec)
             self.replace(block, " IN NSEC3 ", _record_lines(block.owner.decode("ascii"), rrs))
-            self.todo.append((block.labels, rrs, " IN RRSIG NSEC3 "))
+            self.todo.append((block.labels, rrs, " IN RRSIG NSEC3 ", None))
         for block in self.hashes_removed.values():
             self.deleted[block.start] = block
 
@@ -443,8 +449,8 @@ class _Patcher:
 
     def sign(self) -> None:
         """Sign every rrset of ``todo``: new owners' blocks, RRSIGs replaced in others."""
-        lines = rrsig_lines(
-            [(name, rrs) for name, rrs, _ in self.todo],
+        made = rrsig_lines(
+            [(name, rrs) for name, rrs, _, lines in self.todo if lines is None],
             keys=self.keys,
             window=self.window,
             origin=self.section.origin,
@@ -452,8 +458,10 @@ class _Patcher:
             spread=self.spec,
             jobs=self.jobs,
         )
+        signed_lines = iter(made)
         fresh: dict[Labels, list[tuple[RRs, str]]] = {}
-        for (name, rrs, marker), signed in zip(self.todo, lines, strict=True):
+        for name, rrs, marker, lines in self.todo:
+            signed = next(signed_lines) if lines is None else lines
             if marker:
                 block = self.relinked.get(name) or self.section.find(name, self.hints.get(name))
                 if block is None:
@@ -509,6 +517,7 @@ def patch_chain(
     blocks: Mapping[Labels, Block] | None = None,
     hints: Mapping[Labels, int] | None = None,
     jobs: int = 1,
+    presigned: Mapping[int, str] | None = None,
 ) -> ChainPatch:
     """The edits of ``section`` that add the TXT rrsets ``added`` at new owners, remove
     the owners ``removed`` (each holding just a TXT rrset), re-sign the rrsets
@@ -516,7 +525,8 @@ def patch_chain(
     here, and the apex, as written; ``blocks``: the blocks of owners in ``resign``
     already found, whose lines the loopback proof does not need: renewals; ``hints``:
     where other owners' blocks may start, checked before taken; ``jobs``: processes
-    that sign).
+    that sign; ``presigned``: per index into ``resign``, the RRSIG lines made already,
+    by workers beside the caller's work).
 
     Raises:
         ValueError: the change cannot be made exactly as a full signing would make it.
@@ -535,10 +545,11 @@ def patch_chain(
     for name in patcher.added:
         if name in patcher.removed or section.find(name) is not None:
             raise ValueError("a name added is there already")
-    for name, rrs in resign:
-        patcher.todo.append((name, rrs, f" IN RRSIG {type_text(rrs.rdtype)} "))
+    ready = presigned or {}
+    for index, (name, rrs) in enumerate(resign):
+        patcher.todo.append((name, rrs, f" IN RRSIG {type_text(rrs.rdtype)} ", ready.get(index)))
     for name, rrs in patcher.added.items():
-        patcher.todo.append((name, rrs, ""))
+        patcher.todo.append((name, rrs, "", None))
     if spec.denial == "nsec3":
         patcher.nsec3_hashes()
         patcher.nsec3_chain()

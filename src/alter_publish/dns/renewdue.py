@@ -34,7 +34,7 @@ Labels = tuple[bytes, ...]
 
 _IN = dns.rdataclass.IN
 #: The types whose records the DNSSEC section itself holds (the rest are rendered).
-_SECTION_TYPES = frozenset(
+SECTION_TYPES = frozenset(
     int(dns.rdatatype.from_text(kind))
     for kind in ("NSEC", "NSEC3", "NSEC3PARAM", "DNSKEY", "CDS", "CDNSKEY")
 )
@@ -98,20 +98,29 @@ def due_owners(
     previous: SignatureWindow,
     window: SignatureWindow,
     spec: DNSSECSpec,
+    span: tuple[int, int] | None = None,
 ) -> Iterator[DueOwner]:
     """Every owner of ``section`` whose RRSIGs fall due as the zone window moves from
-    ``previous`` to ``window``, in file order per slot.
+    ``previous`` to ``window``, in file order per slot; with ``span`` (``(low, high)``),
+    those whose block starts there (parts of a section looked at apart find each owner
+    once).
 
     Raises:
         ValueError: an owner found is not in the slot its times say, or not as written.
     """
     data = section.data
+    low, high = span or (section.start, section.end)
     windows = OwnerWindows(window, spec)
     for times, new in old_windows(previous, window, spec).items():
-        at = data.find(times, section.start, section.end)
+        at = data.find(times, low, section.end)
         while at >= 0:
             line = max(data.rfind(b"\n", section.start, at) + 1, section.start)
             block = _block_around(section, line)
+            if block.start >= high:
+                break
+            at = data.find(times, block.end, section.end)
+            if block.start < low:
+                continue  # a block of the part before
             if windows(block.labels) != new:
                 raise ValueError("an RRSIG not in its owner's slot")
             text = data[block.start : block.end]
@@ -123,7 +132,6 @@ def due_owners(
             if text.count(times) != len(covered):
                 raise ValueError("an owner's RRSIGs in more than one window")
             yield DueOwner(block, tuple(dict.fromkeys(covered)))
-            at = data.find(times, block.end, section.end)
 
 
 @functools.cache
@@ -173,7 +181,7 @@ def due_rrsets(
         for rdtype in due.covered:
             if (block.labels, rdtype) in skip:
                 continue
-            if rdtype in _SECTION_TYPES:
+            if rdtype in SECTION_TYPES:
                 found.append((block.labels, section_rrs(text, rdtype), block))
                 continue
             if others is None:

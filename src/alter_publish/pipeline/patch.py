@@ -9,7 +9,6 @@ from __future__ import annotations
 
 import contextlib
 import dataclasses
-import re
 import struct
 import time
 from collections.abc import Callable, Sequence
@@ -73,7 +72,7 @@ from alter_publish.pipeline.patchbase import (
 )
 from alter_publish.pipeline.patchfiles import PatchFiles, chunks_of
 from alter_publish.pipeline.patchmemo import PatchEdits, memo_after
-from alter_publish.pipeline.patchrenew import header_window, renewal, renewed
+from alter_publish.pipeline.patchrenew import DNSSEC_HEADER, header_window, renewal, renewed
 from alter_publish.pipeline.patchtext import (
     handle_line_edits,
     log_line_edit,
@@ -87,6 +86,7 @@ from alter_publish.pipeline.render import (
     log_rrset,
     template_context,
 )
+from alter_publish.pipeline.renewsoon import RenewalSoon
 from alter_publish.pipeline.reports import Change, Stopwatch, ZoneResult, zone_result
 from alter_publish.pipeline.transparency import Publication, resumed_publication, with_proofs
 from alter_publish.verify.proof import Expectation, ProofReport
@@ -243,13 +243,6 @@ def _render(
     )
 
 
-#: The comment line the DNSSEC records start with (the count of signatures changes).
-_DNSSEC_HEADER = re.compile(
-    rb"\n; DNSSEC \(alter-publish\): [^\n]*?, (\d+) signatures "
-    rb"(?:valid |in daily renewal slots)[^\n]*\n"
-)
-
-
 @dataclass(frozen=True, slots=True)
 class _Signed:
     """The DNSSEC edits of a patch: the header's count, then every changed block."""
@@ -266,10 +259,11 @@ def _patched_zone(
     watch: Stopwatch,
     outputs: tuple[Path, Path, Path],
     log: HandleRecord | None,
+    soon: RenewalSoon | None = None,
 ) -> tuple[_Rendered, list[Edit], _Signed | None, Answerer] | None:
     """The zone file's edits (sorted, none that changes nothing) and the zone of the
-    changed lines to prove, from the last ``outputs`` (one set); None when anything does
-    not fit."""
+    changed lines to prove, from the last ``outputs`` (one set; ``soon``: the renewal
+    being made by workers); None when anything does not fit."""
     zone_file, envelopes_file, _ = outputs
     rendered = None
     try:
@@ -281,7 +275,7 @@ def _patched_zone(
         dnssec = None
         if base.window is not None:
             with watch.stage("dnssec"):
-                dnssec = _patched_blocks(rendered, base, zone_file.name, ctx.jobs)
+                dnssec = _patched_blocks(rendered, base, zone_file.name, ctx.jobs, soon)
             zone_edits.extend(dnssec.edits)
             proof_text.append(dnssec.chain.blocks)
         # Edits that change nothing (an entry's comment edited, say) are no edits: a full run
@@ -308,7 +302,9 @@ def _joined(rendered: _Rendered | None) -> None:
             rendered.digest()
 
 
-def _patched_blocks(rendered: _Rendered, base: PatchBase, where: str, jobs: int) -> _Signed:
+def _patched_blocks(
+    rendered: _Rendered, base: PatchBase, where: str, jobs: int, soon: RenewalSoon | None
+) -> _Signed:
     """The DNSSEC edits: the RRSIGs of the SOA, the edited handles and the owners whose
     slot started made again, the added and removed handles' owners put in and taken out
     of the denial chain (:mod:`alter_publish.dns.chainpatch`), the header's count and window.
@@ -321,7 +317,7 @@ def _patched_blocks(rendered: _Rendered, base: PatchBase, where: str, jobs: int)
     records = from_zone(parse_zone_text(rendered.head, base.spec.origin, where=where))
     origin = records.origin
     soa = next((rrs for rrs in records.owners[origin] if rrs.rdtype == _SOA_TYPE), None)
-    header = _DNSSEC_HEADER.match(old_zone, memo.rendered_end)
+    header = DNSSEC_HEADER.match(old_zone, memo.rendered_end)
     if soa is None or header is None:
         raise ValueError("no SOA, or not the DNSSEC records the signer writes")
     names = dict(records.names)
@@ -349,7 +345,8 @@ def _patched_blocks(rendered: _Rendered, base: PatchBase, where: str, jobs: int)
         names[removed[-1]] = owner
     (minimum,) = struct.unpack("!I", soa.wires[0][-4:])
     section = SignedSection(old_zone, header.end(), len(old_zone), origin)
-    due = renewal(base, section, rendered.head, records, resign)
+    taken = None if soon is None else soon.renewal(section, records, resign)
+    due, presigned = taken or (renewal(base, section, rendered.head, records, resign), {})
     chain = patch_chain(
         section,
         spec=base.spec.dnssec,
@@ -363,6 +360,7 @@ def _patched_blocks(rendered: _Rendered, base: PatchBase, where: str, jobs: int)
         blocks=due.blocks,
         hints=hints,
         jobs=jobs,
+        presigned={len(resign) + index: lines for index, lines in presigned.items()},
     )
     count = int(header.group(1)) + chain.signatures
     window = header_window(header.group(0), header.start(), base.window)
@@ -557,20 +555,25 @@ def patched(ctx: RunContext, start: ZoneStart) -> Patched | None:
     if base is None:
         return None
     watch = Stopwatch([("load", time.perf_counter() - start.started)])
-    with watch.stage("keys+envelopes"):
-        chained = _chain(ctx, base)
-    if chained is None:
-        return None
-    with watch.stage("log"):
-        publication = resumed_publication(ctx, base.spec, chained.chain)
-    if publication is None:
-        return None
-    chained.chain.signed = with_proofs(chained.chain.signed, publication)
-    signed = chained.chain.signed
     outputs = current_outputs(ctx.out, base.spec.origin)  # resolved once: one set
-    notes = publication.notes
-    log = log_rrset(base.spec, notes[-1] if notes else None)
-    made = _patched_zone(ctx, base, signed, watch, outputs, log)
+    # A renewal day's RRSIGs are made by workers beside the envelopes and the render.
+    soon = RenewalSoon.start(base, outputs[0], ctx.jobs) if not ctx.check else None
+    try:
+        with watch.stage("keys+envelopes"):
+            chained = _chain(ctx, base)
+        if chained is None:
+            return None
+        with watch.stage("log"):
+            publication = resumed_publication(ctx, base.spec, chained.chain)
+        if publication is None:
+            return None
+        chained.chain.signed = with_proofs(chained.chain.signed, publication)
+        notes = publication.notes
+        log = log_rrset(base.spec, notes[-1] if notes else None)
+        made = _patched_zone(ctx, base, chained.chain.signed, watch, outputs, log, soon)
+    finally:
+        if soon is not None:
+            soon.close()
     if made is None:
         return None
     try:

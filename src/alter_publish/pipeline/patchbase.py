@@ -334,7 +334,10 @@ def handle_keys_now(
             old_keys[old][0] if old is not None else ctx.keys.handle_dir_text(origin, handle)
         )
         handle_keys[position] = (directory, item.envelope.epoch)
-        lines[position] = handle_key_lines([handle_keys[position]])[0]
+    # Taken together: the key store's directory opened once (a renewal day: thousands).
+    taken = handle_key_lines([handle_keys[position] for position in base.changed])
+    for position, line in zip(base.changed, taken, strict=True):
+        lines[position] = line
     return tuple(handle_keys), tuple(lines)
 
 

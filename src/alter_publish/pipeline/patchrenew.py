@@ -5,7 +5,8 @@ zone window moved, as a full signing writes them (see :mod:`.patch`)."""
 from __future__ import annotations
 
 import itertools
-from collections.abc import Iterable, Mapping, Sequence
+import re
+from collections.abc import Iterable, Mapping, Sequence, Set
 from dataclasses import dataclass
 
 from alter_publish.definition.state import SignatureWindow
@@ -19,6 +20,12 @@ from alter_publish.pipeline.patchbase import PatchBase
 
 _TXT_TYPE = 16
 _NEWEST = b"the newest valid "
+
+#: The comment line the DNSSEC records start with (the count of signatures changes).
+DNSSEC_HEADER = re.compile(
+    rb"\n; DNSSEC \(alter-publish\): [^\n]*?, (\d+) signatures "
+    rb"(?:valid |in daily renewal slots)[^\n]*\n"
+)
 
 
 @dataclass(frozen=True, slots=True)
@@ -46,15 +53,45 @@ def renewal(
     Raises:
         ValueError: that cannot be done exactly as a full signing does it.
     """
+    signed = {(labels, rrs.rdtype) for labels, rrs in skip}
+    found = due_found(base, section, head, records.owners, signed)
+    return renewal_of(found, {labels for labels, _ in skip} | {section.origin})
+
+
+def renewal_of(found: Sequence[tuple[Labels, RRs, Block]], proven: Set[Labels]) -> Renewal:
+    """The :class:`Renewal` of the rrsets ``found`` due (:func:`due_found`), the blocks of
+    the owners ``proven`` left out."""
+    return Renewal(
+        [(labels, rrs) for labels, rrs, _ in found],
+        {labels: block for labels, _, block in found if labels not in proven},
+        {labels: block.owner.decode("ascii") for labels, _, block in found},
+    )
+
+
+def due_found(
+    base: PatchBase,
+    section: SignedSection,
+    head: str,
+    head_rrsets: Mapping[Labels, Sequence[RRs]],
+    skip: Set[tuple[Labels, int]],
+    span: tuple[int, int] | None = None,
+) -> list[tuple[Labels, RRs, Block]]:
+    """:func:`renewal`'s rrsets due, but those of ``skip`` (owner, type), each with its
+    block, in file order per slot (``head_rrsets``: the rendered ``head``'s; ``span``:
+    just the owners whose block starts there, see :func:`.renewdue.due_owners`).
+
+    Raises:
+        ValueError: that cannot be done exactly as a full signing does it.
+    """
     previous, window = base.state.signatures, base.window
     if previous is None or window is None or previous == window:
-        return Renewal([], {}, {})
+        return []
     memo = base.memo
     handles = dict(zip(memo.blocks[::2], itertools.count()))  # block start: memo index
     changed = {base.olds[index] for index in base.changed}
     removed = set(base.removed)
     signed_anyway = changed | removed  # once: a day's renewals are thousands of handles
-    owners = list(due_owners(section, previous, window, base.spec.dnssec))
+    owners = list(due_owners(section, previous, window, base.spec.dnssec, span))
     wanted = [
         handles[due.block.start]
         for due in owners
@@ -64,14 +101,14 @@ def renewal(
     ]
     data = section.data
     segments = "".join(data[memo.segments[old] : memo.segments[old + 1]].decode() for old in wanted)
-    rrsets_of: Mapping[Labels, Sequence[RRs]] = records.owners
+    rrsets_of = head_rrsets
     if segments:  # the TXT rrsets of the handles due, read fast when they can be
         fast = txt_rrsets(segments)
         if fast is None:
             zone = parse_zone_text(head + segments, base.spec.origin, where="renewal")
             rrsets_of = from_zone(zone).owners
         else:
-            rrsets_of = {**records.owners, **{labels: (rrs,) for labels, rrs in fast.items()}}
+            rrsets_of = {**head_rrsets, **{labels: (rrs,) for labels, rrs in fast.items()}}
 
     def by_type(block: Block) -> Mapping[int, RRs] | None:
         old = handles.get(block.start)
@@ -84,14 +121,7 @@ def renewal(
             raise ValueError("an owner due is not in the zone")
         return {rrs.rdtype: rrs for rrs in rrsets}
 
-    signed = {(labels, rrs.rdtype): None for labels, rrs in skip}
-    found = due_rrsets(section, iter(owners), by_type, signed)
-    proven = {labels for labels, _ in skip} | {section.origin}
-    return Renewal(
-        [(labels, rrs) for labels, rrs, _ in found],
-        {labels: block for labels, _, block in found if labels not in proven},
-        {labels: block.owner.decode("ascii") for labels, _, block in found},
-    )
+    return due_rrsets(section, iter(owners), by_type, dict.fromkeys(skip))
 
 
 def renewed(edits: Iterable[Edit], base: PatchBase) -> int:
