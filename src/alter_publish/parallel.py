@@ -9,7 +9,9 @@ output is byte-identical to a single-process run's.
 
 Fork before starting threads (the loopback server's) or with them idle, or busy only
 in system calls with Ctrl-C and SIGTERM blocked (``sign`` removing retired output
-generations); the workers never touch what other threads hold. Progress is reported
+generations), or those of a pool whose work goes on beside (:meth:`Workers.map_soon`:
+a renewal day's RRSIGs while the envelopes' key loaders start), idle in their waits
+then; the workers never touch what other threads hold. Progress is reported
 per finished task through a callback, so long stages can drive a progress bar.
 """
 
@@ -84,6 +86,9 @@ def ranges(count: int, size: int = CHUNK_ITEMS) -> list[tuple[int, int]]:
     """``(start, stop)`` of consecutive slices of at most ``size`` over ``count`` items."""
     return [(start, min(start + size, count)) for start in range(0, count, size)]
 
+
+#: How often :meth:`Workers.map_soon`'s wait looks whether a worker ended.
+WATCH_SECONDS = 0.5
 
 #: How long ending a pool may wait for a worker before it is killed.
 TERMINATE_GRACE_SECONDS = 5.0
@@ -221,13 +226,31 @@ class Workers:
             self._pool = None
         _SHARED[0] = None
 
-    def map_soon(self, function: Callable[[Any], R], tasks: Iterable[Any]) -> Iterator[R]:
-        """``function(task)`` for every task, started now (done now when inline), results
-        in task order as the iterator is read: work for the workers while this process
-        does its own. ``function`` and the tasks as for :meth:`map_chunks`."""
+    def map_soon(
+        self, function: Callable[[Any], R], tasks: Iterable[Any]
+    ) -> Callable[[], list[R] | None]:
+        """Start ``function(task)`` for every task now (done now when inline), for work
+        the workers do while this process does its own. The function returned waits for
+        the results, in task order; None when a worker ended meanwhile (killed: its task
+        is lost, and the pool's new worker would wait for good). ``function`` and the
+        tasks as for :meth:`map_chunks`."""
+        work = list(tasks)
         if self._pool is None:
-            return iter(list(map(function, tasks)))
-        return self._pool.imap(function, tasks)
+            done = list(map(function, work))
+            return lambda: done
+        results = self._pool.imap(function, work)
+
+        def wait() -> list[R] | None:
+            got: list[R] = []
+            while len(got) < len(work):
+                try:
+                    got.append(results.next(timeout=WATCH_SECONDS))
+                except multiprocessing.TimeoutError:
+                    if any(process.exitcode is not None for process in self._processes):
+                        return None
+            return got
+
+        return wait
 
     def map_chunks(
         self,

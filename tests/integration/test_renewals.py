@@ -13,6 +13,7 @@ for NSEC and NSEC3 denial alike.
 from __future__ import annotations
 
 import shutil
+from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
@@ -25,6 +26,7 @@ from alter_publish.dns.chainpatch import SignedSection
 from alter_publish.dns.dnssec import choose_window
 from alter_publish.dns.records import labels_of
 from alter_publish.dns.renewdue import due_owners
+from alter_publish.format.handles import parse_handle
 from alter_publish.keys.store import KeyStore
 from alter_publish.pipeline import SignReport, sign
 from alter_publish.pipeline.patchrenew import DNSSEC_HEADER
@@ -118,13 +120,18 @@ def test_daily_runs_renew_a_bounded_share(tmp_path: Path, denial: str) -> None:
     assert sum(counts[:RRSIG_SLOTS]) >= signatures
 
 
-@pytest.mark.parametrize("denial", ["nsec3", "nsec"])
-def test_renewals_made_by_workers_are_a_full_runs_bytes(
-    tmp_path: Path, denial: str, monkeypatch: pytest.MonkeyPatch
-) -> None:
-    # A day's RRSIGs are found and made by two workers beside the envelopes and the
-    # render (at 100,000 handles, from about 4,000 due); here for a small zone too.
-    monkeypatch.setattr(renewsoon, "MIN_RRSIGS", 0)
+#: Changes made on a renewal day beside what falls due (the definition's text edited):
+#: a handle's entry edited, one added, one removed.
+_DAY_CHANGES = {
+    2: ("  - ~user7\n", "  - {handle: ~user7, resolver: https://renew.example/x}\n"),
+    5: ("  - ~user9\n", "  - ~user9\n  - ~newcomer\n"),
+    6: ("  - ~user11\n", ""),
+}
+
+
+def _spy_renewals(monkeypatch: pytest.MonkeyPatch) -> list[bool]:
+    """Whether each renewal the workers made was taken (True) or made again (False)."""
+    monkeypatch.setattr(renewsoon, "MIN_RRSIGS", 0)  # workers for a small zone too
     taken: list[bool] = []
     take = renewsoon.RenewalSoon.renewal
 
@@ -134,11 +141,52 @@ def test_renewals_made_by_workers_are_a_full_runs_bytes(
         return result
 
     monkeypatch.setattr(renewsoon.RenewalSoon, "renewal", spied)
+    return taken
+
+
+@pytest.mark.slow  # 7 signings on workers, 6 full ones: ~8 s each
+@pytest.mark.parametrize(
+    ("denial", "workers"),
+    [("nsec3", "made"), ("nsec", "made"), ("nsec3", "failed"), ("nsec3", "stale head")],
+)
+def test_renewals_made_by_workers_are_a_full_runs_bytes(
+    tmp_path: Path, denial: str, workers: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # A day's RRSIGs are found and made by workers beside the envelopes and the render
+    # (at 100,000 handles, from about 4,000 due), on days when handles change too (the
+    # rrsets the patch signs anyway left out of theirs); when a worker's part fails,
+    # the patch makes them itself, to the same bytes.
+    taken = _spy_renewals(monkeypatch)
+    if workers == "failed":
+
+        def fails(self: Any, span: tuple[int, int]) -> Any:
+            raise RuntimeError("a worker's part failed")
+
+        monkeypatch.setattr(renewsoon._Job, "part", fails)
+    if workers == "stale head":  # the NS and A rrsets as a worker read them are not today's
+        part = renewsoon._Job.part
+
+        def stale(self: Any, span: tuple[int, int]) -> Any:
+            return [
+                (labels, replace(rrs, ttl=rrs.ttl + 1), *rest) if rrs.rdtype in (1, 2) else made
+                for made in part(self, span)
+                for labels, rrs, *rest in [made]
+            ]
+
+        monkeypatch.setattr(renewsoon._Job, "part", stale)
     root = tmp_path / "ws"
     (root / "zones").mkdir(parents=True)
-    (root / "zones" / f"{ZONE}.yaml").write_text(_definition(denial))
+    definition = root / "zones" / f"{ZONE}.yaml"
+    definition.write_text(_definition(denial))
     _sign(root, NOW, jobs=2)
-    for day in (1, 2, 5):
+    days = (1, 2, 5, 6, 8, 9)  # the apex's NS due on day 8, ns1's A on day 9
+    for day in days:
+        if day in _DAY_CHANGES:
+            old, new = _DAY_CHANGES[day]
+            assert old in definition.read_text()
+            definition.write_text(definition.read_text().replace(old, new))
+        # The handle added gets its key before the twin is copied: one key for both.
+        KeyStore(root / "keys").current_material(ZONE, parse_handle("~newcomer"), create=True)
         now = NOW + day * DAY_SECONDS + 3 * 3600
         twin = tmp_path / f"twin-{day}"
         shutil.copytree(root, twin)
@@ -148,12 +196,13 @@ def test_renewals_made_by_workers_are_a_full_runs_bytes(
         for name in OUTPUTS:
             assert (root / name).read_bytes() == (twin / name).read_bytes(), (day, name)
         shutil.rmtree(twin)
-    assert taken == [True, True, True]
+    tampered = workers == "stale head"
+    assert taken == [workers == "made" or (tampered and day not in (8, 9)) for day in days]
 
 
 def test_owners_due_found_in_parts_cut_anywhere_are_each_found_once(tmp_path: Path) -> None:
     # The workers each take the owners whose block starts in their part of the DNSSEC
-    # section: cut at any byte, the parts together find what the whole finds, in order.
+    # section: cut at any byte, the parts together find what the whole finds, each once.
     root = tmp_path / "ws"
     (root / "zones").mkdir(parents=True)
     definition = root / "zones" / f"{ZONE}.yaml"

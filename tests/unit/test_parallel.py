@@ -52,6 +52,38 @@ def test_small_work_runs_inline() -> None:
     assert {pid for _, pid in got} == {os.getpid()}
 
 
+def _pid_after(task: float) -> list[int]:
+    time.sleep(task)
+    return [os.getpid()]
+
+
+def _ends_the_worker(task: int) -> list[int]:
+    if task == 1:
+        os._exit(9)  # a worker killed (the OOM killer, say) while on its task
+    return [task]
+
+
+@pytest.mark.parametrize("jobs", [1, 2])
+def test_work_started_soon_runs_beside_and_comes_back_in_order(jobs: int) -> None:
+    with Workers(jobs) as pool:
+        started = time.monotonic()
+        wait = pool.map_soon(_pid_after, [0.3, 0.1])
+        if jobs > 1:
+            assert time.monotonic() - started < 0.2  # started, not waited for
+        got = wait()
+    assert got is not None
+    pids = [pid for (pid,) in got]
+    assert (pids == [os.getpid()] * 2) == (jobs == 1)
+
+
+def test_work_started_soon_whose_worker_ended_gives_nothing() -> None:
+    with Workers(2) as pool:
+        wait = pool.map_soon(_ends_the_worker, [0, 1, 2])
+        started = time.monotonic()
+        assert wait() is None  # not a wait for good
+        assert time.monotonic() - started < 10
+
+
 def test_fresh_interpreters_take_tasks_by_value() -> None:
     tasks = [[1, 2], [3], [4, 5, 6]]
     with Workers(2, fresh=True) as pool:

@@ -411,7 +411,7 @@ def test_a_patchs_record_that_could_not_be_made_ready_is_made_after_its_outputs(
 
 
 def _writers() -> list[str]:
-    names = ("write ", "sync ", "zone-", "record")
+    names = ("write ", "place ", "zone-", "record")
     return [thread.name for thread in threading.enumerate() if thread.name.startswith(names)]
 
 
@@ -651,7 +651,7 @@ def test_a_patch_with_no_thread_to_spare_copies_and_commits_in_the_callers(
     start = threading.Thread.start
 
     def refuses(thread: threading.Thread) -> None:
-        if thread.name.startswith(("write ", "sync ")):
+        if thread.name.startswith(("write ", "place ")):
             raise RuntimeError("can't start new thread")
         start(thread)
 

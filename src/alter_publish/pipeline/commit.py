@@ -3,8 +3,9 @@ then outputs (a crash never leaves outputs the log lacks), for a full run and a 
 one alike. The outputs are one set, switched
 at once (:mod:`alter_publish.outputset`): a kill at any instant leaves the whole previous
 set or the whole new one. A patch copies its files into the new generation earlier
-(:func:`start_writes`), where no reader sees them, and syncs them beside the log and
-state; the set is switched to them once the log and state are on disk.
+(:func:`start_writes`), where no reader sees them, synced as they are copied, and
+renames them into it beside the log and state; the set is switched to them once the
+log and state are on disk.
 """
 
 from __future__ import annotations
@@ -91,11 +92,11 @@ class Started:
         """
         wait_all(list(self.copies.values()))
 
-    def synced_soon(self) -> dict[str, Callable[[], bool]]:
-        """Start syncing the copies and renaming them into the generation, a thread
-        each; per file name, wait for it (True: written)."""
+    def placed_soon(self) -> dict[str, Callable[[], bool]]:
+        """Start renaming the copies (synced) into the generation, a thread each; per
+        file name, wait for it (True: written)."""
         return {
-            name: soon(partial(_put_in_place, self.staging, name, copy), f"sync {name}")
+            name: soon(partial(_put_in_place, self.staging, name, copy), f"place {name}")
             for name, copy in self.copies.items()
         }
 
@@ -146,7 +147,7 @@ def commit(
     """Write the log, then the serial state, then the outputs (with ``ctx.check``: nothing,
     but say what would be written). ``meanwhile``, work that writes no file (the run's
     record, made ready), is done while the outputs' files are written (a patch's: once
-    its log and state are written, while its copies are synced); it may not be done at
+    its log and state are written, while its copies are put in place); it may not be done at
     all (nothing to write, or a check), so its caller sees to that.
 
     Returns:
@@ -162,23 +163,24 @@ def commit(
 
 
 def _commit(ctx: RunContext, writes: Writes, meanwhile: Callable[[], object] | None) -> list[str]:
-    # A patch's copies, made (a file that could not be written leaves the log as it was),
-    # are synced while the log and state are written, and ``meanwhile`` is done once
-    # they are; a full run writes its files once the log and state are durable.
-    syncing: dict[str, Callable[[], bool]] = {}
+    # A patch's copies, made and synced (a file that could not be written leaves the log
+    # as it was), are put in place while the log and state are written, and
+    # ``meanwhile`` is done once they are; a full run writes its files once the log and
+    # state are durable.
+    placing: dict[str, Callable[[], bool]] = {}
     if writes.started is not None:
         writes.started.copied()
-        syncing = writes.started.synced_soon()
+        placing = writes.started.placed_soon()
     try:
-        written, state = _log_and_state(ctx, writes, meanwhile if syncing else None)
+        written, state = _log_and_state(ctx, writes, meanwhile if placing else None)
     except BaseException:
         with contextlib.suppress(Exception):  # no thread outlives the commit
-            wait_all(list(syncing.values()))
+            wait_all(list(placing.values()))
         raise
     outputs = zone_outputs(ctx.out, writes.zone)
     if ctx.check:
         return written + _would_write(outputs, writes)
-    switched = _switch(outputs, writes, None if syncing else meanwhile, syncing)
+    switched = _switch(outputs, writes, None if placing else meanwhile, placing)
     if state.previous_zone_sha256 is not None:  # the outputs hold the new zone now
         atomic_write_bytes(state_path_for(writes.definition), state.switched().to_text().encode())
     return written + switched
@@ -282,10 +284,10 @@ def _switch(
     outputs: OutputSet,
     writes: Writes,
     meanwhile: Callable[[], object] | None,
-    syncing: Mapping[str, Callable[[], bool]],
+    placing: Mapping[str, Callable[[], bool]],
 ) -> list[str]:
     """Write the files that changed into a new generation of the set (a patch's copies,
-    ``writes.started``, are being synced there: ``syncing``; the others carried over;
+    ``writes.started``, are being put in place there: ``placing``; the others carried over;
     ``meanwhile`` done while they are written), then switch the whole set at once;
     nothing changed: the set stays.
 
@@ -296,12 +298,12 @@ def _switch(
     staging = outputs.stage() if started is None else started.staging
     written: list[str] = []
     try:
-        # A patch's copies are being synced (``syncing``); other files given as chunks
+        # A patch's copies are being put in place (``placing``); other files given as chunks
         # are written side by side, a thread each (the kernel's copies and fsyncs let go
         # of the interpreter's lock). Text is rendered here, one file after the other:
         # two renderings in threads only take turns with the lock (a full run's write
         # stage took 0.3-0.7 s longer). When one fails the others still run.
-        writing = dict(syncing)  # a patch's copies, being synced
+        writing = dict(placing)  # a patch's copies, being put in place
         writing |= {
             name: soon(
                 partial(_write, staging, name, content),
@@ -337,7 +339,7 @@ def _switch(
 
 
 def _put_in_place(staging: Staging, name: str, copy: Callable[[], Path]) -> bool:
-    """Sync a patch's copy of ``name`` and rename it into the new generation."""
+    """Rename a patch's copy of ``name`` (synced) into the new generation."""
     put_in_place(copy(), staging.path(name), error=RenderError)
     return True
 

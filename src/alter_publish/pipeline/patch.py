@@ -345,7 +345,10 @@ def _patched_blocks(
         names[removed[-1]] = owner
     (minimum,) = struct.unpack("!I", soa.wires[0][-4:])
     section = SignedSection(old_zone, header.end(), len(old_zone), origin)
-    taken = None if soon is None else soon.renewal(section, records, resign)
+    taken = None
+    if soon is not None:
+        taken = soon.renewal(section, records, resign)
+        soon.close()  # before the signing and the proof fork theirs
     due, presigned = taken or (renewal(base, section, rendered.head, records, resign), {})
     chain = patch_chain(
         section,

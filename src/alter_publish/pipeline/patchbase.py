@@ -334,7 +334,7 @@ def handle_keys_now(
             old_keys[old][0] if old is not None else ctx.keys.handle_dir_text(origin, handle)
         )
         handle_keys[position] = (directory, item.envelope.epoch)
-    # Taken together: the key store's directory opened once (a renewal day: thousands).
+    # Taken in one call, not one each (a renewal day: thousands): one pass of the store.
     taken = handle_key_lines([handle_keys[position] for position in base.changed])
     for position, line in zip(base.changed, taken, strict=True):
         lines[position] = line

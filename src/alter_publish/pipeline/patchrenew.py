@@ -77,7 +77,8 @@ def due_found(
     span: tuple[int, int] | None = None,
 ) -> list[tuple[Labels, RRs, Block]]:
     """:func:`renewal`'s rrsets due, but those of ``skip`` (owner, type), each with its
-    block, in file order per slot (``head_rrsets``: the rendered ``head``'s; ``span``:
+    block, in file order per slot (``head_rrsets``: those of ``head``, the zone file's
+    text before its handles, rendered now or, in a worker, the last run's; ``span``:
     just the owners whose block starts there, see :func:`.renewdue.due_owners`).
 
     Raises:

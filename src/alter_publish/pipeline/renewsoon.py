@@ -1,7 +1,7 @@
-"""A patch's daily renewal made by worker processes while it signs its envelopes and
-renders (:mod:`.patch`): the owners whose slot started since the last run found in
-the last zone file and their RRSIGs made again, each worker for the owners whose block
-starts in its part of the DNSSEC section.
+"""A patch's daily renewal made by worker processes (one per CPU) while it signs its
+envelopes and renders (:mod:`.patch`; not for ``--check``): the owners whose slot
+started since the last run found in the last zone file and their RRSIGs made again,
+each worker for the owners whose block starts in its part of the DNSSEC section.
 
 On a renewal day at 100,000 handles this is about 33,000 RRSIGs and 0.7 s of finding
 and reading in Python, which the main thread did after rendering; it needs nothing the
@@ -9,14 +9,15 @@ patch makes (the rrsets come from the last zone file and the memo), so it is sta
 as soon as the patch knows its base. What the workers made is checked where it is used
 (:meth:`RenewalSoon.renewal`): the rrsets the patch signs anyway are left out, and an
 rrset of the rendered head is taken only when it is the one rendered now; anything
-else (a part that could not be done, a zone file not the one mapped) and the patch
-finds and signs its renewals itself, as before.
+else (a part that could not be done, a worker lost, a zone file not the one mapped)
+and the patch finds and signs its renewals itself, as before: the same code, which
+then says what is wrong.
 """
 
 from __future__ import annotations
 
 import itertools
-from collections.abc import Iterator, Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -26,8 +27,7 @@ from alter_publish.dns.dnssec import rrsig_lines
 from alter_publish.dns.records import Labels, RRs, ZoneRecords, from_zone, labels_of
 from alter_publish.dns.renewdue import SECTION_TYPES
 from alter_publish.dns.zonetext import parse_zone_text
-from alter_publish.errors import AlterError
-from alter_publish.mapped import Bytes, read_mapped
+from alter_publish.mapped import Bytes, MappedFile, read_mapped
 from alter_publish.parallel import PARALLEL_MIN_ITEMS, Workers
 from alter_publish.pipeline.patchbase import PatchBase
 from alter_publish.pipeline.patchrenew import DNSSEC_HEADER, Renewal, due_found, renewal_of
@@ -80,7 +80,9 @@ class _Job:
         ]
 
 
-#: The job of the workers being started (they inherit it; the parent drops it at once).
+#: The job of the workers being started: they inherit it, the parent drops it at once.
+#: (Not :func:`.parallel.shared`: the signing a part does runs through ``Workers`` too,
+#: inline, which takes that slot for its own and empties it.)
 _JOB: list[_Job | None] = [None]
 
 
@@ -91,16 +93,16 @@ def _renew_part(span: tuple[int, int]) -> list[_Made] | str:
         return "no renewal job in this worker"
     try:
         return job.part(span)
-    except (ValueError, IndexError, KeyError, UnicodeDecodeError, AlterError) as exc:
+    except Exception as exc:  # the patch does it again itself, and says what is wrong
         return f"{type(exc).__name__}: {exc}"
 
 
-@dataclass(slots=True)
+@dataclass(frozen=True, slots=True)
 class RenewalSoon:
     """A day's renewal being made by workers (:meth:`start`), taken by :meth:`renewal`."""
 
     workers: Workers
-    parts: Iterator[list[_Made] | str]
+    parts: Callable[[], list[list[_Made] | str] | None]
     zone: Bytes
     section_start: int
 
@@ -130,13 +132,15 @@ class RenewalSoon:
         _JOB[0] = _Job(base, zone, (start, end), head, skip)
         try:
             workers = Workers(jobs, nice=RENEWAL_NICE)
-            try:
-                parts = workers.map_soon(_renew_part, list(itertools.pairwise(cuts)))
-            except BaseException:
-                workers.close()
-                raise
+        except OSError:  # no process to fork: the patch renews by itself
+            return None
         finally:
             _JOB[0] = None
+        try:
+            parts = workers.map_soon(_renew_part, itertools.pairwise(cuts))
+        except BaseException:
+            workers.close()
+            raise
         return cls(workers, parts, zone, start)
 
     def renewal(
@@ -146,10 +150,13 @@ class RenewalSoon:
         the patch read it), the rendered head's ``records`` and ``skip``, and per index
         into its ``resign`` the RRSIG lines made; None when the workers' cannot be used.
         Waits for the workers."""
-        if len(section.data) != len(self.zone) or section.start != self.section_start:
+        if not _same(section.data, self.zone) or section.start != self.section_start:
             return None
+        made_parts = self.parts()
+        if made_parts is None:
+            return None  # a worker lost
         parts: list[list[_Made]] = []
-        for part in self.parts:
+        for part in made_parts:
             if isinstance(part, str):
                 return None  # the patch finds it again, and says what is wrong
             parts.append(part)
@@ -171,5 +178,13 @@ class RenewalSoon:
         return renewal_of(found, proven), made
 
     def close(self) -> None:
-        """End the workers (what they made is dropped if not taken)."""
+        """End the workers (what they made is dropped if not taken); again: nothing."""
         self.workers.close()
+
+
+def _same(data: Bytes, mapped: Bytes) -> bool:
+    """Whether ``data`` (the last zone file as the patch read it) is the file the workers
+    mapped: the same size, and mapped at the same size and modification time."""
+    if isinstance(data, MappedFile) and isinstance(mapped, MappedFile):
+        return data.taken == mapped.taken
+    return len(data) == len(mapped)
