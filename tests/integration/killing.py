@@ -102,7 +102,17 @@ def _write_events(root: Path) -> set[str]:
         seen.update(f"{directory.name}/{name}" for name in names if _LEFTOVER.fullmatch(name))
         if directory.name.endswith(".staging"):
             seen.update(f"{directory.name}/{name}" for name in names)
+        if directory.name.endswith(".outputs"):  # a generation retired by a switch
+            seen.update(f"{directory.name}/{name}" for name in names if name.endswith(".retired"))
     return seen
+
+
+def retired(root: Path) -> list[str]:
+    """The output generations retired under ``root``'s ``build/`` (relative), which the
+    next ``sign`` removes."""
+    return sorted(
+        path.relative_to(root).as_posix() for path in (root / "build").glob("*.outputs/*.retired")
+    )
 
 
 @dataclass(frozen=True, slots=True)

@@ -24,6 +24,7 @@ from tests.integration.killing import (
     leftovers,
     make_workspace,
     one_set,
+    retired,
     run,
     sign_killed_at,
     verify,
@@ -42,18 +43,27 @@ def test_a_kill_anywhere_in_the_write_stage_leaves_one_complete_set(tmp_path: Pa
     moments = len(watched.events)
     assert moments >= 4, watched.events  # state, a generation, its files, the switch
     kills = 0
+    events: set[str] = set()
     for moment in range(1, moments + 1):
         kill = sign_killed_at(root, moment, 32 + moment)
         kills += kill.killed
+        events.update(kill.events)
         problem = one_set(root)
         assert problem is None, f"killed at {kill.events[-1:]}: {problem}"
         checked = verify(root)
         assert checked.returncode == 0, f"killed at {kill.events[-1:]}: {checked.stderr}"
     assert kills >= moments // 2, f"only {kills} of {moments} runs were killed mid-write"
+    assert any(event.endswith(".retired") for event in events), events  # switches retired
+    before = retired(root)
     finished = sign_killed_at(root, 0, 30)
     assert not finished.killed
     assert verify(root).returncode == 0
     assert leftovers(root) == []
+    # What the runs before retired (a killed run's switch may leave two to retire, or a
+    # removal begun) the next run removes: two runs on, no generations pile up.
+    assert not sign_killed_at(root, 0, 31).killed
+    assert len(retired(root)) <= 1, retired(root)
+    assert not set(before) & set(retired(root)), (before, retired(root))
 
 
 def test_a_kill_anywhere_in_a_patched_run_leaves_one_complete_set(tmp_path: Path) -> None:
@@ -77,6 +87,7 @@ def test_a_kill_anywhere_in_a_patched_run_leaves_one_complete_set(tmp_path: Path
             (root / "zones" / f"{ZONE}.yaml").write_text(texts[(moment + 1) % 2])
             checked = verify(root)
         assert checked.returncode == 0, f"killed at {kill.events[-1:]}: {checked.stderr}"
+    before = retired(root)  # a killed run's switch may leave two to retire
     assert not sign_killed_at(root, 0, 30, texts[0]).killed
     (root / "zones" / f"{ZONE}.yaml").write_text(texts[1])
     twin = tmp_path / "twin"
@@ -84,6 +95,9 @@ def test_a_kill_anywhere_in_a_patched_run_leaves_one_complete_set(tmp_path: Path
     patched = run(root, "sign", "--json", *SIMULATED)
     assert patched.returncode == 0, patched.stderr
     assert json.loads(patched.stdout)["zones"][0]["patched"] == ["~user5"]
+    # Two runs on, what the killed runs retired is gone, and no generations pile up.
+    assert len(retired(root)) <= 1, retired(root)
+    assert not set(before) & set(retired(root)), (before, retired(root))
     full = run(twin, "sign", "--full", *SIMULATED)
     assert full.returncode == 0, full.stderr
     for name in (f"build/{ZONE}.zone", f"build/{ZONE}.envelopes.json", f"zones/{ZONE}.log"):
