@@ -329,7 +329,7 @@ def put_in_place(
     temporary: Path, path: Path, *, error: type[AlterError], at: int = 0, patch: bytes = b""
 ) -> None:
     """Write ``patch`` over the bytes at ``at`` of ``temporary`` (:func:`write_temporary`;
-    what was known only at the end, of a size known from the start), sync it and rename
+    what was known only at the end, of a size known from the start), sync that and rename
     it over ``path``.
 
     Raises:
@@ -338,9 +338,10 @@ def put_in_place(
     with _gone_on_failure(temporary, path, error):
         fd = os.open(temporary, os.O_WRONLY)
         try:
-            if patch and os.pwrite(fd, patch, at) != len(patch):
-                raise OSError(errno.EIO, "short write")
-            os.fsync(fd)
+            if patch:  # what write_temporary synced needs no second fsync
+                if os.pwrite(fd, patch, at) != len(patch):
+                    raise OSError(errno.EIO, "short write")
+                os.fsync(fd)
         finally:
             os.close(fd)
         temporary.replace(path)

@@ -159,6 +159,10 @@ class Workers:
             nice: lower the (forked) workers' scheduling priority by this much: for
                 helpers that must not take the CPU from this process's own work.
         """
+        # A pool made inside another's worker (its task signs inline) gives that worker's
+        # value back when it closes.
+        self._outer = _SHARED[0]
+        self._ended = False
         _SHARED[0] = shared
         if size is not None and size < PARALLEL_MIN_ITEMS:
             jobs = 1
@@ -206,7 +210,7 @@ class Workers:
         self.close()
 
     def close(self) -> None:
-        """End the worker processes and drop the shared value.
+        """End the worker processes and give back the shared value this pool replaced.
 
         A worker still there :data:`TERMINATE_GRACE_SECONDS` after the pool sent it
         SIGTERM is killed (seen after Ctrl-C: a worker that never acted on its SIGTERM
@@ -224,7 +228,9 @@ class Workers:
             finally:
                 ended.set()
             self._pool = None
-        _SHARED[0] = None
+        if not self._ended:  # once: a second close must not undo a later pool's value
+            self._ended = True
+            _SHARED[0] = self._outer
 
     def map_soon(
         self, function: Callable[[Any], R], tasks: Iterable[Any]

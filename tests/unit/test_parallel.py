@@ -7,6 +7,7 @@ import signal
 import threading
 import time
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -154,3 +155,16 @@ def test_a_pool_ended_mid_write_lets_each_worker_finish_its_deferred_block(
         "1.first",
         "1.second",
     ]
+
+
+def _shared_after_an_inner_pool(task: int) -> list[Any]:
+    with Workers(1, "inner"):
+        pass
+    return [shared()]
+
+
+def test_a_pool_inside_a_worker_gives_the_workers_value_back() -> None:
+    # A worker's task that signs through an inline pool still has its own value after.
+    with Workers(2, "outer") as pool:
+        assert list(pool.map_chunks(_shared_after_an_inner_pool, [1, 2, 3])) == [["outer"]] * 3
+    assert shared() is None

@@ -325,8 +325,9 @@ def handle_keys_now(
     the changed and added handles' (``signed``) taken anew, the others' as ``base`` has
     them."""
     old_keys, origin = base.record.handle_keys, base.spec.origin
-    handle_keys = respliced(old_keys, base.removed, dict.fromkeys(base.added, ("", 0)))
-    lines = respliced(base.keys.lines, base.removed, dict.fromkeys(base.added, ""))
+    added = base.added
+    handle_keys = respliced(old_keys, base.removed, dict.fromkeys(added, ("", 0)))
+    lines = respliced(base.keys.lines, base.removed, dict.fromkeys(added, ""))
     for position, item in zip(base.changed, signed, strict=True):
         old = base.olds[position]
         handle = item.spec.handle

@@ -28,7 +28,7 @@ from alter_publish.dns.records import Labels, RRs, ZoneRecords, from_zone, label
 from alter_publish.dns.renewdue import SECTION_TYPES
 from alter_publish.dns.zonetext import parse_zone_text
 from alter_publish.mapped import Bytes, MappedFile, read_mapped
-from alter_publish.parallel import PARALLEL_MIN_ITEMS, Workers
+from alter_publish.parallel import PARALLEL_MIN_ITEMS, Workers, shared
 from alter_publish.pipeline.patchbase import PatchBase
 from alter_publish.pipeline.patchrenew import DNSSEC_HEADER, Renewal, due_found, renewal_of
 
@@ -80,16 +80,10 @@ class _Job:
         ]
 
 
-#: The job of the workers being started: they inherit it, the parent drops it at once.
-#: (Not :func:`.parallel.shared`: the signing a part does runs through ``Workers`` too,
-#: inline, which takes that slot for its own and empties it.)
-_JOB: list[_Job | None] = [None]
-
-
 def _renew_part(span: tuple[int, int]) -> list[_Made] | str:
     """A worker's part (see :meth:`_Job.part`), or why it could not be done."""
-    job = _JOB[0]
-    if job is None:
+    job = shared()
+    if not isinstance(job, _Job):
         return "no renewal job in this worker"
     try:
         return job.part(span)
@@ -129,13 +123,10 @@ class RenewalSoon:
         skip = frozenset((labels_of(item.owner), _TXT_TYPE) for item in base.spec.handles)
         start, end = header.end(), len(zone)
         cuts = [start + (end - start) * part // jobs for part in range(jobs + 1)]
-        _JOB[0] = _Job(base, zone, (start, end), head, skip)
         try:
-            workers = Workers(jobs, nice=RENEWAL_NICE)
+            workers = Workers(jobs, _Job(base, zone, (start, end), head, skip), nice=RENEWAL_NICE)
         except OSError:  # no process to fork: the patch renews by itself
             return None
-        finally:
-            _JOB[0] = None
         try:
             parts = workers.map_soon(_renew_part, itertools.pairwise(cuts))
         except BaseException:
