@@ -1332,6 +1332,7 @@ def run_big(handles: int, root: Path, options: Options, cores: int) -> SizeResul
     interval = BIG_SAMPLE_INTERVAL_SECONDS
     result.memory_limit_mib = options.memory_limit_mib
     limit = int(options.memory_limit_mib * MIB)
+    settle(result, "keygen")  # its million key files are written without fsync
     try:
         full = cli(root, *sign_args(options, NOW), interval=interval, limit_bytes=limit)
     except MemoryGuard as stop:
@@ -1387,6 +1388,7 @@ def run_size(
     # again, or the same kind of step on another handle) whose peak memory it reports.
     twin = cli(root, *sign_args(options, NOW))
     reset_to_keys_only(root)
+    settle(result, "the twin of the full sign")
     full = cli(root, *sign_args(options, NOW), sample=False).memory_of(twin)
     zone = zone_report(full)
     result.full_sign = full.wall_seconds
@@ -1463,7 +1465,7 @@ def run_size(
                 )
             )
 
-    settle(result, "the other signers")
+    settle(result, "the changes" if options.skip_tools else "the other signers")
     result.serve_start = serve_start(root)
     detail = "alter-publish serve build/<zone>.zone: start to first UDP answer (last handle's TXT)"
     result.add(Row("serve: first answer", result.serve_start, None, None, detail))
@@ -1495,40 +1497,56 @@ def load_text() -> str:
     return " ".join(f"{value:.2f}" for value in os.getloadavg())
 
 
-#: Settled: the share of the last 10 s in which every task waited on the disk.
-SETTLED_IO_FULL = 1.0
+#: Settled: in one second, the tasks that were not idle all waited on the disk for less
+#: than this share of it (PSI's ``full`` stall time, /proc/pressure/io).
+SETTLED_IO_FULL = 0.01
 SETTLE_MOST_SECONDS = 180.0
 
 
-def io_full_avg10() -> float | None:
-    """``full avg10`` of ``/proc/pressure/io`` (None without PSI)."""
+def io_full_stall_us() -> int | None:
+    """``full total=`` of ``/proc/pressure/io``: microseconds in which every non-idle task
+    was stalled on I/O since boot (None without PSI, or a file not of that form)."""
     try:
         text = Path("/proc/pressure/io").read_text(encoding="ascii")
     except OSError:
         return None
     for line in text.splitlines():
         if line.startswith("full "):
-            fields = dict(item.split("=", 1) for item in line.split()[1:])
-            return float(fields["avg10"])
+            fields = dict(item.partition("=")[::2] for item in line.split()[1:])
+            total = fields.get("total", "")
+            return int(total) if total.isdigit() else None
     return None
 
 
 def settle(result: SizeResult, after: str) -> None:
     """Write back what the steps before left dirty and wait until the disk is idle, so
     that a timed step is not charged for another tool's writes (session 36: a renewal
-    day took 53 s right after dnssec-signzone and Knot wrote GBs, 7.8 s alone). Notes
-    how long it took."""
+    day took 53 s right after dnssec-signzone and Knot wrote GBs, 7.8 s alone). Idle: a
+    second in which the full I/O stall time grew by under 1 % of it (the counter, not
+    ``avg10``: that decays over tens of seconds, this run's own sync included). Notes
+    how long it took, and when it gave up."""
     started = time.perf_counter()
     os.sync()
-    pressure = io_full_avg10()
-    while pressure is not None and pressure >= SETTLED_IO_FULL:
+    synced = time.perf_counter() - started
+    before, stalled = io_full_stall_us(), None
+    while before is not None:
         if time.perf_counter() - started > SETTLE_MOST_SECONDS:
             break
         time.sleep(1.0)
-        pressure = io_full_avg10()
+        now = io_full_stall_us()
+        stalled, before = (None, None) if now is None else ((now - before) / 1e6, now)
+        if stalled is None or stalled < SETTLED_IO_FULL:
+            break
     waited = time.perf_counter() - started
-    shown = "no PSI" if pressure is None else f"io full avg10 {pressure:.2f} %"
-    result.note(f"settled after {after}: sync and wait {waited:.1f} s ({shown})")
+    if before is None:
+        shown = "no I/O pressure figures: sync only"
+    elif stalled is None:
+        shown = "GAVE UP: the sync took the whole wait"
+    elif stalled < SETTLED_IO_FULL:
+        shown = f"the last second {stalled:.1%} stalled on I/O"
+    else:
+        shown = f"GAVE UP: the last second {stalled:.1%} stalled on I/O"
+    result.note(f"settled after {after}: sync {synced:.1f} s, in all {waited:.1f} s ({shown})")
 
 
 def edit_definition(definition: Path, old: str, new: str) -> None:
