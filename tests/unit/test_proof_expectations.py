@@ -18,12 +18,13 @@ from tests.conftest import NOW, Workspace
 
 
 @pytest.mark.parametrize("jobs", [1, 2])
-def test_a_served_envelope_other_than_the_one_signed_fails_the_proof(
+def test_the_proof_holds_each_handle_to_its_expectation_on_either_path(
     workspace: Workspace, jobs: int, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     # The workers' fast path takes each handle's expectation as plain values (they cross
-    # the process boundary): an envelope served that is valid but not the one signed
-    # fails there and again in the full path, as it must.
+    # the process boundary). One handle is expected to hold another envelope text than
+    # the one served, another to serve a revocation it does not: both fail there and
+    # again in the full path, as they must; every other handle passes the fast path.
     report = sign(
         [workspace.zone_file], out=workspace.out, keys=workspace.keys, now=NOW, create_keys=True
     )
@@ -31,11 +32,25 @@ def test_a_served_envelope_other_than_the_one_signed_fails_the_proof(
     spec = load_zone(workspace.zone_file)
     zone_path, envelopes_path = output_paths(workspace.out, spec.origin)
     expected = expectations_for(spec, envelopes_path)
-    ref = spec.handles[1].handle.ref
-    signed = expected[ref].text
+    other_text, unserved_revocation = spec.handles[1].handle.ref, spec.handles[2].handle.ref
+    signed = expected[other_text].text
     assert "; t=" in signed
-    expected[ref] = dataclasses.replace(expected[ref], text=signed.replace("; t=", "; t=1", 1))
+    expected[other_text] = dataclasses.replace(
+        expected[other_text], text=signed.replace("; t=", "; t=1", 1)
+    )
+    revocation = "v=alter1; h=~nobody; e=1; k=ed25519; r=revoked"
+    expected[unserved_revocation] = dataclasses.replace(
+        expected[unserved_revocation], revocations=(revocation,)
+    )
     monkeypatch.setattr(parallel, "PARALLEL_MIN_ITEMS", 1)  # workers even for a few handles
+    pools: list[bool] = []
+
+    class Recorded(parallel.Workers):
+        def __init__(self, *args: Any, **options: Any) -> None:
+            super().__init__(*args, **options)
+            pools.append(self._pool is not None)
+
+    monkeypatch.setattr(proof, "Workers", Recorded)
     judged_again: list[str] = []
     full_path = proof._prove_handle
 
@@ -47,7 +62,10 @@ def test_a_served_envelope_other_than_the_one_signed_fails_the_proof(
     zone = read_zone_file(zone_path, spec.origin)
     anchors = read_trust_anchors(ds_path(workspace.out, spec.origin))
     checked = proof.prove_zone(zone, spec, expected, now=NOW + 60, anchors=anchors, jobs=jobs)
+    assert pools == [jobs > 1]  # with 2 jobs, the fast path ran in worker processes
     failed = {result.handle for result in checked.results if not result.ok}
-    assert failed == {ref}, [(r.handle, r.detail) for r in checked.results if not r.ok][:3]
+    assert failed == {other_text, unserved_revocation}, [
+        (r.handle, r.detail) for r in checked.results if not r.ok
+    ]
     assert len(checked.results) == len(spec.handles)
-    assert judged_again == [ref]  # the fast path passed every other handle
+    assert judged_again == [other_text, unserved_revocation]  # the others passed the fast path
