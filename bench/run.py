@@ -1528,24 +1528,24 @@ def settle(result: SizeResult, after: str) -> None:
     started = time.perf_counter()
     os.sync()
     synced = time.perf_counter() - started
-    before, stalled = io_full_stall_us(), None
-    while before is not None:
-        if time.perf_counter() - started > SETTLE_MOST_SECONDS:
-            break
+    counter = io_full_stall_us()
+    stalled: float | None = None  # the share of the last second fully stalled
+    while counter is not None and time.perf_counter() - started <= SETTLE_MOST_SECONDS:
         time.sleep(1.0)
-        now = io_full_stall_us()
-        stalled, before = (None, None) if now is None else ((now - before) / 1e6, now)
-        if stalled is None or stalled < SETTLED_IO_FULL:
+        previous, counter = counter, io_full_stall_us()
+        if counter is None:
+            break
+        stalled = (counter - previous) / 1e6
+        if stalled < SETTLED_IO_FULL:
             break
     waited = time.perf_counter() - started
-    if before is None:
+    if counter is None:
         shown = "no I/O pressure figures: sync only"
     elif stalled is None:
         shown = "GAVE UP: the sync took the whole wait"
-    elif stalled < SETTLED_IO_FULL:
-        shown = f"the last second {stalled:.1%} stalled on I/O"
     else:
-        shown = f"GAVE UP: the last second {stalled:.1%} stalled on I/O"
+        verdict = "" if stalled < SETTLED_IO_FULL else "GAVE UP: "
+        shown = f"{verdict}the last second {stalled:.1%} stalled on I/O"
     result.note(f"settled after {after}: sync {synced:.1f} s, in all {waited:.1f} s ({shown})")
 
 

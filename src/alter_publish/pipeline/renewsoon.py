@@ -45,8 +45,9 @@ MIN_RRSIGS = PARALLEL_MIN_ITEMS
 RENEWAL_NICE = 10
 
 #: One rrset due, signed: owner, the rrset's fields (type, TTL, wires, texts), its block
-#: (start, end, owner as written), RRSIGs. Plain values: they cross the process boundary
-#: (pickling 37,000 rrsets as dataclasses took 0.1 s in each worker and 0.2 s here).
+#: (start, end, owner as written), RRSIGs. Plain values, as they cross the process
+#: boundary: a worker's 18,500 ``RRs`` took 0.09 s to pickle there and 0.07 s to unpickle
+#: here; as tuples 0.01 s each, and 0.02 s to build the ``RRs`` again.
 _Made = tuple[Labels, int, int, tuple[bytes, ...], tuple[str, ...], int, int, bytes, str]
 
 
@@ -77,14 +78,19 @@ class _Job:
             spread=base.spec.dnssec,
         )
         return [
-            (labels, *_fields(rrs), block.start, block.end, block.owner, line)
+            (
+                labels,
+                rrs.rdtype,
+                rrs.ttl,
+                rrs.wires,
+                rrs.texts,
+                block.start,
+                block.end,
+                block.owner,
+                line,
+            )
             for (labels, rrs, block), line in zip(found, lines, strict=True)
         ]
-
-
-def _fields(rrs: RRs) -> tuple[int, int, tuple[bytes, ...], tuple[str, ...]]:
-    """An rrset as plain values (:data:`_Made`)."""
-    return rrs.rdtype, rrs.ttl, rrs.wires, rrs.texts
 
 
 def _renew_part(span: tuple[int, int]) -> list[_Made] | str:
@@ -167,8 +173,8 @@ class RenewalSoon:
                     continue
                 rrs = RRs(rdtype, ttl, wires, texts)
                 rendered = records.owners.get(labels)
-                if rendered is not None and rrs.rdtype not in SECTION_TYPES:
-                    now = next((item for item in rendered if item.rdtype == rrs.rdtype), None)
+                if rendered is not None and rdtype not in SECTION_TYPES:
+                    now = next((item for item in rendered if item.rdtype == rdtype), None)
                     if now != rrs:
                         return None  # the head's rrset is not the one rendered now
                 made[len(found)] = lines
