@@ -868,11 +868,14 @@ def stop(process: subprocess.Popen[bytes]) -> None:
 
 
 def first_answer(owner: str, port: int) -> bool:
-    """Does a server on 127.0.0.1:port answer ``owner`` TXT over UDP with a TXT record?"""
+    """Does a server on 127.0.0.1:port answer ``owner`` TXT over UDP with a TXT record
+    within a poll step? (An unconnected UDP socket is not told of a closed port, so each
+    try waits that long: a longer wait made the start time step by more than half a
+    second.)"""
     qname = b"".join(bytes([len(label)]) + label.encode() for label in owner.rstrip(".").split("."))
     query = struct.pack("!6H", 0x5E7E, 0, 1, 0, 0, 0) + qname + b"\0" + struct.pack("!2H", 16, 1)
     with socket.socket(socket.AF_INET, socket.SOCK_DGRAM) as udp:
-        udp.settimeout(0.5)
+        udp.settimeout(SERVER_POLL_SECONDS)
         try:
             udp.sendto(query, ("127.0.0.1", port))
             reply = udp.recv(65535)

@@ -49,7 +49,7 @@ COMMANDS: Final = (
     ("handler", "uninstall", "handler", "uninstall"),
     ("handler", "status", "handler", "status"),
     ("handler", "files", "handler", "files"),
-    ("", "serve", "resolve", "serve"),
+    ("", "serve", "serve", "serve"),
     ("", "keygen", "handles", "keygen"),
     ("", "init", "init", "init"),
     ("dnssec", "keygen", "dnssec", "dnssec_keygen"),

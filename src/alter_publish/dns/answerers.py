@@ -10,15 +10,17 @@ served by :class:`~alter_publish.dns.zoneindex.ZoneIndex` behind a
 from __future__ import annotations
 
 from collections.abc import Callable, Sequence
-from typing import Protocol
+from typing import TYPE_CHECKING, Protocol
 
 import dns.zone
 
-from alter_publish.definition.model import DNSSECSpec
 from alter_publish.dns.records import Labels, SignedRRs
 from alter_publish.dns.wirezone import WireZone
 from alter_publish.dns.zoneindex import ResponseCache, ZoneIndex
 from alter_publish.errors import UnsupportedZoneError
+
+if TYPE_CHECKING:  # serve starts without the definition's model (and YAML)
+    from alter_publish.definition.model import DNSSECSpec
 
 __all__ = ["Answerer", "answerer_for", "answerer_for_rrsets"]
 

@@ -233,10 +233,10 @@ class WireZone:
                 nsec_owners.append(wire)
             elif rdtype == NSEC3 and len(owner) == hashed_depth:
                 hashed.add(wire)
-                if any(
-                    rd[:1] == b"\x01" and rd[2:].startswith(chain_prefix) for rd in rrset.rdatas
-                ):
-                    chain.append((hash_label_value(wire, origin_text), wire))
+                for rd in rrset.rdatas:  # SHA-1 (1) and the chain's parameters
+                    if rd[:1] == b"\x01" and rd.startswith(chain_prefix, 2):
+                        chain.append((hash_label_value(wire, origin_text), wire))
+                        break
             elif rdtype in _UNSUPPORTED_TYPES:
                 raise UnsupportedZoneError(
                     f"{_UNSUPPORTED_TYPES[rdtype]} is not served by the wire engine",
@@ -333,16 +333,23 @@ class WireZone:
             UnsupportedZoneError: an RRSIG without the rrset it covers, an NSEC3 hash
                 other than SHA-1, or see :meth:`build`.
         """
-        for owner, covers in sigs:
-            if (owner, covers) not in plain:
-                raise UnsupportedZoneError(
-                    f"RRSIG covering {_type_text(covers)} without that rrset",
-                    where=dns.name.Name(owner).to_text(),
-                )
         rrsets = []
+        signed = 0  # rrsets with RRSIGs: every RRSIG rrset covers one, or one is an orphan
+        no_sigs: tuple[int | None, tuple[bytes, ...]] = (None, ())
         for key, (ttl, rdatas) in plain.items():
-            sig_ttl, sig_rdatas = sigs.get(key, (ttl, ()))
+            sig_ttl, sig_rdatas = sigs.get(key, no_sigs)
+            if sig_ttl is None:
+                sig_ttl = ttl
+            else:
+                signed += 1
             rrsets.append(SignedRRs(key[0], key[1], ttl, rdatas, sig_rdatas, sig_ttl))
+        if signed != len(sigs):
+            for owner, covers in sigs:
+                if (owner, covers) not in plain:
+                    raise UnsupportedZoneError(
+                        f"RRSIG covering {_type_text(covers)} without that rrset",
+                        where=dns.name.Name(owner).to_text(),
+                    )
         denial, salt, iterations = _zone_denial(origin, plain)
         return cls.build(
             tuple(label.lower() for label in origin.labels),

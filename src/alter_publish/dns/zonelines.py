@@ -20,7 +20,6 @@ readings equal on every record of signed zones (``tests/unit/test_zonelines.py``
 
 from __future__ import annotations
 
-import base64
 import binascii
 import calendar
 import functools
@@ -137,12 +136,14 @@ def _read_lines(
         "",
         cast(Labels, ()),
     )  # the owner of the line before: RRSIGs follow theirs
-    fields: list[str]
+    ttls: dict[str, int] = {}  # TTL text -> value (a zone uses a few)
+    apex, cut = tuple(suffix[1:].encode("ascii").split(b".")), len(suffix)
+    readers = _READERS
     for number, line in enumerate(text.split("\n"), start=1):
         if line[:1] == ";":
             continue  # a comment line: nothing for dnspython to read
         fields = line.split(" ", 4) if depth == 0 else []
-        reader = _READERS.get(fields[3]) if len(fields) == 5 and fields[2] == "IN" else None
+        reader = readers.get(fields[3]) if len(fields) == 5 and fields[2] == "IN" else None
         if reader is None:
             if depth == 0:
                 stripped = line.lstrip(" \t")
@@ -159,21 +160,27 @@ def _read_lines(
         if not ttl_known:
             return False  # the fast lines' TTLs could become the default
         last_fast = True
-        owner_text, ttl_text = fields[0], fields[1]
+        owner_text, ttl_text, _, _, rdata = fields
         if owner_text != last_owner_text:
             owner_lower = owner_text.lower()
-            if _PLAIN_NAME.fullmatch(owner_text) is None or not (
-                owner_lower == suffix[1:] or owner_lower.endswith(suffix)
-            ):
+            if _PLAIN_NAME.fullmatch(owner_text) is None:
                 return False
-            owner = tuple(owner_lower.encode("ascii").split(b"."))
+            if owner_lower.endswith(suffix):  # the origin's labels shared, not made anew
+                owner = (*owner_lower[:-cut].encode("ascii").split(b"."), *apex)
+            elif owner_lower == suffix[1:]:
+                owner = apex
+            else:
+                return False
             last_owner_text = owner_text
-        if not (ttl_text.isascii() and ttl_text.isdigit()) or len(ttl_text) > 10:
-            return False
-        ttl = int(ttl_text)
-        if ttl > _TTL_MAX:
-            return False
-        rdtype, wire = reader(fields[4])
+        ttl = ttls.get(ttl_text)
+        if ttl is None:
+            if not (ttl_text.isascii() and ttl_text.isdigit()) or len(ttl_text) > 10:
+                return False
+            ttl = int(ttl_text)
+            if ttl > _TTL_MAX:
+                return False
+            ttls[ttl_text] = ttl
+        rdtype, wire = reader(rdata)
         target = sigs if reader is _rrsig else plain
         key = (owner, rdtype)
         found = target.get(key)
@@ -280,8 +287,9 @@ def _rrsig(rdata: str) -> tuple[int, bytes]:
     covered, fixed = _rrsig_fixed(prefix)
     if not signature:
         raise ValueError(rdata)
-    try:  # validate: only the base64 alphabet (no quotes, parentheses or comments)
-        raw = base64.b64decode(signature.encode("ascii"), validate=True)
+    try:  # validate: only the base64 alphabet (no quotes, parentheses or comments); what
+        # base64.b64decode(validate=True) does, without its wrappers
+        raw = binascii.a2b_base64(signature, strict_mode=True)
     except (binascii.Error, ValueError) as exc:
         raise ValueError(rdata) from exc
     return covered, fixed + raw

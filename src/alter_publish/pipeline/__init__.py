@@ -14,6 +14,7 @@ import importlib
 from typing import TYPE_CHECKING, Final
 
 if TYPE_CHECKING:
+    from alter_publish.dns.zonefile import read_zone_file
     from alter_publish.pipeline.build import ZonePlan
     from alter_publish.pipeline.context import RunContext
     from alter_publish.pipeline.paths import (
@@ -35,7 +36,7 @@ if TYPE_CHECKING:
     from alter_publish.pipeline.scaffold import ZONE_SCAFFOLD, dnssec_keygen, init_workspace, keygen
     from alter_publish.pipeline.serving import ServedZones, load_served_zones
     from alter_publish.pipeline.signing import sign
-    from alter_publish.pipeline.verification import read_expected, read_zone_file, verify
+    from alter_publish.pipeline.verification import read_expected, verify
     from alter_publish.pipeline.worldcheck import WorldReport, check_world
 
 #: Where each public name lives: imported on first use (PEP 562), so importing one
@@ -64,7 +65,7 @@ _WHERE: Final = {
     "output_paths": "alter_publish.pipeline.paths",
     "plan_zone": "alter_publish.pipeline.plan",
     "read_expected": "alter_publish.pipeline.verification",
-    "read_zone_file": "alter_publish.pipeline.verification",
+    "read_zone_file": "alter_publish.dns.zonefile",
     "sign": "alter_publish.pipeline.signing",
     "verify": "alter_publish.pipeline.verification",
 }

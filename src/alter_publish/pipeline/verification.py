@@ -16,7 +16,7 @@ from alter_publish.definition.model import (
 from alter_publish.definition.state import SerialState, state_path_for, zone_sha256
 from alter_publish.dns.anchors import TrustAnchor, read_trust_anchors
 from alter_publish.dns.hints import RootHints
-from alter_publish.dns.zonetext import parse_zone_text
+from alter_publish.dns.zonefile import read_zone_file
 from alter_publish.errors import (
     AlterError,
     RenderError,
@@ -99,30 +99,6 @@ def expectations_for(
         if handle_spec.handle.ref in expected
         for envelope, revocations in [expected[handle_spec.handle.ref]]
     }
-
-
-def read_zone_file(path: Path, origin: str, where: Path | None = None) -> dns.zone.Zone:
-    """Read and parse a rendered zone file (named ``where`` in errors, if given).
-
-    Raises:
-        RenderError: missing, unreadable or not a valid zone (names the line).
-    """
-    name = str(where or path)
-    return parse_zone_text(read_zone_text(path, name), origin, where=name)
-
-
-def read_zone_text(path: Path, name: str) -> str:
-    """The text of a zone file (named ``name`` in errors).
-
-    Raises:
-        RenderError: missing or unreadable.
-    """
-    try:
-        return path.read_text(encoding="utf-8")
-    except FileNotFoundError as exc:
-        raise RenderError("not found; run 'alter-publish sign' first", where=name) from exc
-    except (OSError, UnicodeDecodeError) as exc:
-        raise RenderError(f"cannot read: {exc}", where=name) from exc
 
 
 def verify(
