@@ -5,6 +5,7 @@ not load the signing pipeline, the template engine or the prover, and one comman
 from __future__ import annotations
 
 import json
+import signal
 import subprocess
 import sys
 from pathlib import Path
@@ -63,6 +64,35 @@ def test_one_commands_help_loads_no_other_commands_module(
     assert "alter_publish.cli.sign" in loaded
     others = {"alter_publish.cli.publish", "alter_publish.cli.open_uri", "alter_publish.cli.log"}
     assert not others & loaded, sorted(others & loaded)
+
+
+def test_serve_loads_no_resolver_definition_model_or_yaml(
+    workspace: Workspace, tmp_path: Path
+) -> None:
+    # ``serve`` of a big zone answers once its file is read: what it imports besides is
+    # start-up time (the resolver, the definition's model and YAML: 0.1 s or more).
+    listing = tmp_path / "modules.json"
+    argv = [sys.executable, "-c", _RUN_AND_LIST, str(listing), "serve", str(workspace.zone_file)]
+    server = subprocess.Popen(
+        argv, cwd=workspace.root, stderr=subprocess.PIPE, text=True, start_new_session=True
+    )
+    try:
+        assert server.stderr is not None
+        line = server.stderr.readline()  # "serving example.com. on 127.0.0.1:PORT ..."
+        assert line.startswith("serving "), line + server.stderr.read()
+    finally:
+        server.send_signal(signal.SIGINT)
+        server.communicate(timeout=CLI_TIMEOUT_SECONDS)
+    loaded = set(json.loads(listing.read_text()))
+    assert {"alter_publish.cli.serve", "alter_publish.pipeline.serving"} <= loaded
+    heavy = {
+        "alter_publish.cli.resolve",
+        "alter_publish.verify.resolve",
+        "alter_publish.verify.proof",
+        "alter_publish.definition.model",
+        "yaml",
+    }
+    assert not heavy & loaded, sorted(heavy & loaded)
 
 
 def test_help_before_a_command_is_the_whole_tools_help(workspace: Workspace) -> None:

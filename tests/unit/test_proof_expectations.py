@@ -10,10 +10,10 @@ import pytest
 from alter_publish import parallel
 from alter_publish.definition.model import HandleSpec, load_zone
 from alter_publish.dns.anchors import read_trust_anchors
-from alter_publish.dns.zonefile import read_zone_file
 from alter_publish.pipeline import output_paths, sign
 from alter_publish.pipeline.paths import ds_path
 from alter_publish.pipeline.verification import expectations_for
+from alter_publish.pipeline.zonefiles import read_zone_file
 from alter_publish.verify import proof
 from tests.conftest import NOW, Workspace
 

@@ -753,6 +753,13 @@ def with_records(extra: str) -> dns.zone.Zone:
             id="orphan-rrsig",
         ),
         pytest.param(
+            'x IN TXT "t"\n'
+            "x IN RRSIG TXT 15 3 300 20260115000000 20251231230000 1 example.com. AAAA\n"
+            "www IN RRSIG A 15 3 300 20260115000000 20251231230000 1 example.com. AAAA\n",
+            "without that rrset",
+            id="orphan-rrsig-beside-a-signed-rrset",
+        ),
+        pytest.param(
             "@ 0 IN NSEC3PARAM 1 0 0 -\n"
             "0p9mhaveqvm6t7vbl5lop2u3t2rp3tom 300 IN NSEC3 1 0 7 aabb "
             "0p9mhaveqvm6t7vbl5lop2u3t2rp3tom A\n",

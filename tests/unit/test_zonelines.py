@@ -197,6 +197,41 @@ def test_files_outside_the_subset_fall_back(text: str, tmp_path: Path) -> None:
             )
 
 
+_SIGNATURE_FIELDS = "TXT 15 4 300 20260111000000 20251227230000 61033 example.com."
+#: Fast-looking lines the reader must decline (the file then goes to dnspython whole).
+DECLINED = {
+    "owner-outside-the-zone": '_alter.a.example.org. 300 IN TXT "x"',
+    "ttl-above-2-31": f'_alter.a.{ORIGIN}. 2147483648 IN TXT "x"',
+    "bad-ttl-twice": f'_alter.a.{ORIGIN}. 3x0 IN TXT "x"\n_alter.b.{ORIGIN}. 3x0 IN TXT "y"',
+    "padding-inside-a-signature": f"_alter.a.{ORIGIN}. 300 IN RRSIG {_SIGNATURE_FIELDS} AA==AA==",
+    "garbage-after-a-signature": f"_alter.a.{ORIGIN}. 300 IN RRSIG {_SIGNATURE_FIELDS} AAAA!",
+    "non-ascii-signature": f"_alter.a.{ORIGIN}. 300 IN RRSIG {_SIGNATURE_FIELDS} AAA\u00e9",
+}
+
+
+@pytest.mark.parametrize("line", DECLINED.values(), ids=DECLINED.keys())
+def test_lines_not_read_exactly_are_declined(line: str) -> None:
+    head = "$TTL 300\n@ IN SOA ns1 h 1 2 3 4 5\n@ IN NS ns1\nns1 IN A 192.0.2.1\n"
+    assert fast_records(head + f'_alter.z.{ORIGIN}. 300 IN TXT "z"\n') is not None
+    assert fast_records(head + line + "\n") is None
+
+
+def test_upper_case_and_apex_owners_read_as_dnspython_reads_them() -> None:
+    text = (
+        f"$TTL 300\n@ IN SOA ns1 h 1 2 3 4 5\n@ IN NS ns1\nns1 IN A 192.0.2.1\n"
+        f'{ORIGIN}. 300 IN TXT "at the apex"\n'
+        f'_ALTER.Mixed.{ORIGIN.upper()}. 300 IN TXT "upper case"\n'
+        f'_alter.mixed.{ORIGIN}. 300 IN TXT "the same owner"\n'
+    )
+    records = fast_records(text)
+    assert records is not None
+    assert (records.plain, records.sigs) == dnspython_records(text)
+    apex = tuple(dns.name.from_text(ORIGIN).labels)
+    assert len(records.plain[(apex, int(dns.rdatatype.TXT))][1]) == 1
+    owner = tuple(dns.name.from_text(f"_alter.mixed.{ORIGIN}").labels)
+    assert len(records.plain[(owner, int(dns.rdatatype.TXT))][1]) == 2
+
+
 def test_relative_head_records_stay_fast() -> None:
     text = (
         f"$ORIGIN {ORIGIN}.\n$TTL 300\n@ IN SOA ns1 h 1 2 3 4 5\n@ IN NS ns1\n"

@@ -334,7 +334,8 @@ class WireZone:
                 other than SHA-1, or see :meth:`build`.
         """
         rrsets = []
-        signed = 0  # rrsets with RRSIGs: every RRSIG rrset covers one, or one is an orphan
+        signed = 0  # rrsets whose RRSIGs were found: fewer than len(sigs) means an RRSIG
+        # without its rrset
         no_sigs: tuple[int | None, tuple[bytes, ...]] = (None, ())
         for key, (ttl, rdatas) in plain.items():
             sig_ttl, sig_rdatas = sigs.get(key, no_sigs)

@@ -137,7 +137,8 @@ def _read_lines(
         cast(Labels, ()),
     )  # the owner of the line before: RRSIGs follow theirs
     ttls: dict[str, int] = {}  # TTL text -> value (a zone uses a few)
-    apex, cut = tuple(suffix[1:].encode("ascii").split(b".")), len(suffix)
+    # (UTF-8: an origin taken from an odd file name still reads; only ASCII owners match)
+    apex, cut = tuple(suffix[1:].encode().split(b".")), len(suffix)
     readers = _READERS
     for number, line in enumerate(text.split("\n"), start=1):
         if line[:1] == ";":

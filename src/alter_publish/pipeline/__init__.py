@@ -14,7 +14,6 @@ import importlib
 from typing import TYPE_CHECKING, Final
 
 if TYPE_CHECKING:
-    from alter_publish.dns.zonefile import read_zone_file
     from alter_publish.pipeline.build import ZonePlan
     from alter_publish.pipeline.context import RunContext
     from alter_publish.pipeline.paths import (
@@ -38,6 +37,7 @@ if TYPE_CHECKING:
     from alter_publish.pipeline.signing import sign
     from alter_publish.pipeline.verification import read_expected, verify
     from alter_publish.pipeline.worldcheck import WorldReport, check_world
+    from alter_publish.pipeline.zonefiles import read_zone_file
 
 #: Where each public name lives: imported on first use (PEP 562), so importing one
 #: module of the pipeline does not import them all (the CLI starts faster).
@@ -65,7 +65,7 @@ _WHERE: Final = {
     "output_paths": "alter_publish.pipeline.paths",
     "plan_zone": "alter_publish.pipeline.plan",
     "read_expected": "alter_publish.pipeline.verification",
-    "read_zone_file": "alter_publish.dns.zonefile",
+    "read_zone_file": "alter_publish.pipeline.zonefiles",
     "sign": "alter_publish.pipeline.signing",
     "verify": "alter_publish.pipeline.verification",
 }

@@ -19,10 +19,11 @@ import dns.zone
 
 from alter_publish.dns.answerers import Answerer, answerer_for
 from alter_publish.dns.wirezone import WireZone
-from alter_publish.dns.zonefile import origin_of, read_zone_file, read_zone_text
+from alter_publish.dns.zonefile import origin_of
 from alter_publish.dns.zonelines import read_zone_records
 from alter_publish.dns.zonetext import parse_zone_text
 from alter_publish.errors import RenderError, UnsupportedZoneError
+from alter_publish.pipeline.zonefiles import read_zone_file, read_zone_text
 
 #: How a zone file was loaded: read fast into the wire engine, or parsed by dnspython.
 LOADED_FAST = "fast"

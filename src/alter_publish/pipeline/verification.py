@@ -16,7 +16,6 @@ from alter_publish.definition.model import (
 from alter_publish.definition.state import SerialState, state_path_for, zone_sha256
 from alter_publish.dns.anchors import TrustAnchor, read_trust_anchors
 from alter_publish.dns.hints import RootHints
-from alter_publish.dns.zonefile import read_zone_file
 from alter_publish.errors import (
     AlterError,
     RenderError,
@@ -39,6 +38,7 @@ from alter_publish.pipeline.chain import handle_expectation
 from alter_publish.pipeline.logverify import check_published_log, published_log_note
 from alter_publish.pipeline.paths import current_outputs, ds_path, output_paths
 from alter_publish.pipeline.reports import VerifyReport
+from alter_publish.pipeline.zonefiles import read_zone_file
 from alter_publish.verify.proof import (
     Expectation,
     ProofReport,
