@@ -1057,6 +1057,45 @@ class Machine:
     python: str
     libraries: str
     tools: tuple[str, ...]
+    #: What pages the page cache out besides memory pressure (:func:`page_reclaim`).
+    reclaim: str = ""
+
+
+#: Where Linux lists its DAMON monitors and their schemes (sysfs).
+DAMON_KDAMONDS = Path("/sys/kernel/mm/damon/admin/kdamonds")
+
+
+def page_reclaim(kdamonds: Path = DAMON_KDAMONDS) -> str:
+    """The DAMON schemes running here that page out idle memory: with one, a file read
+    more than its idle age ago (a key, the last outputs) comes from the disk again, so
+    a step's time depends on what ran in the minute before it."""
+    found = []
+    for scheme in sorted(kdamonds.glob("*/contexts/*/schemes/*")):
+        kdamond, context = scheme.parents[3], scheme.parents[1]
+
+        def read(path: Path) -> str:
+            return path.read_text().strip()
+
+        try:
+            if read(kdamond / "state") != "on" or read(scheme / "action") != "pageout":
+                continue
+            aggregation_us = int(read(context / "monitoring_attrs" / "intervals" / "aggr_us"))
+            age = int(read(scheme / "access_pattern" / "age" / "min")) * aggregation_us / 1e6
+            quota = int(read(scheme / "quotas" / "bytes")) / MIB
+            per_ms = int(read(scheme / "quotas" / "reset_interval_ms"))
+            filters = scheme / "ops_filters"
+            anon_kept = any(
+                read(item / "type") == "anon" and read(item / "allow") == "N"
+                for item in filters.glob("[0-9]*")
+            )
+        except (OSError, ValueError):
+            continue
+        pages = "file pages" if anon_kept else "pages"
+        found.append(
+            f"kdamond {kdamond.name} pages out {pages} idle {age:.0f} s or more"
+            f" (up to {quota:.0f} MiB per {per_ms} ms)"
+        )
+    return "page reclaim: " + ("; ".join(found) if found else "no DAMON pageout scheme on")
 
 
 def first_line(argv: Sequence[str], pattern: str = "") -> str:
@@ -1097,6 +1136,7 @@ def describe_machine() -> Machine:
         python=f"Python {platform.python_version()} ({sys.executable})",
         libraries=", ".join(versions),
         tools=tools,
+        reclaim=page_reclaim(),
     )
 
 
@@ -1263,6 +1303,7 @@ def render_results(machine: Machine, command: str, results: Sequence[SizeResult]
         f"- machine: {machine.cores} cores, {machine.cpu}",
         f"- {machine.python}; {machine.libraries}",
         *(f"- {line}" for line in machine.tools),
+        f"- {machine.reclaim}",
         "",
         "Command:",
         "",
@@ -1833,6 +1874,7 @@ def main() -> int:
     print(f"{machine.python}; {machine.libraries}")
     for line in machine.tools:
         print(line)
+    print(machine.reclaim)
     speed = None
     if not options.skip_tools:
         absent = missing("openssl")
