@@ -81,8 +81,15 @@ def test_serve_loads_no_resolver_definition_model_or_yaml(
         line = server.stderr.readline()  # "serving example.com. on 127.0.0.1:PORT ..."
         assert line.startswith("serving "), line + server.stderr.read()
     finally:
-        server.send_signal(signal.SIGINT)
-        server.communicate(timeout=CLI_TIMEOUT_SECONDS)
+        # SIGTERM: a SIGINT may be ignored here (a CI job in the background), and then in
+        # the server too. serve stops on either, as after Ctrl-C (its exit handlers run).
+        server.send_signal(signal.SIGTERM)
+        try:
+            server.communicate(timeout=CLI_TIMEOUT_SECONDS)
+        except subprocess.TimeoutExpired:
+            server.kill()
+            server.communicate()
+            raise
     loaded = set(json.loads(listing.read_text()))
     assert {"alter_publish.cli.serve", "alter_publish.pipeline.serving"} <= loaded
     heavy = {
