@@ -1058,7 +1058,7 @@ class Machine:
     libraries: str
     tools: tuple[str, ...]
     #: What pages the page cache out besides memory pressure (:func:`page_reclaim`).
-    reclaim: str = ""
+    reclaim: str
 
 
 #: Where Linux lists its DAMON monitors and their schemes (sysfs).
@@ -1069,13 +1069,13 @@ def page_reclaim(kdamonds: Path = DAMON_KDAMONDS) -> str:
     """The DAMON schemes running here that page out idle memory: with one, a file read
     more than its idle age ago (a key, the last outputs) comes from the disk again, so
     a step's time depends on what ran in the minute before it."""
+
+    def read(path: Path) -> str:
+        return path.read_text().strip()
+
     found = []
     for scheme in sorted(kdamonds.glob("*/contexts/*/schemes/*")):
         kdamond, context = scheme.parents[3], scheme.parents[1]
-
-        def read(path: Path) -> str:
-            return path.read_text().strip()
-
         try:
             if read(kdamond / "state") != "on" or read(scheme / "action") != "pageout":
                 continue

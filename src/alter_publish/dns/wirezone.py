@@ -336,13 +336,10 @@ class WireZone:
         rrsets = []
         signed = 0  # rrsets whose RRSIGs were found: fewer than len(sigs) means an RRSIG
         # without its rrset
-        no_sigs: tuple[int | None, tuple[bytes, ...]] = (None, ())
         for key, (ttl, rdatas) in plain.items():
-            sig_ttl, sig_rdatas = sigs.get(key, no_sigs)
-            if sig_ttl is None:
-                sig_ttl = ttl
-            else:
-                signed += 1
+            found = sigs.get(key)
+            signed += found is not None
+            sig_ttl, sig_rdatas = (ttl, ()) if found is None else found
             rrsets.append(SignedRRs(key[0], key[1], ttl, rdatas, sig_rdatas, sig_ttl))
         if signed != len(sigs):
             for owner, covers in sigs:
