@@ -25,7 +25,7 @@ import multiprocessing.pool
 import os
 import signal
 import threading
-from collections.abc import Callable, Iterable, Iterator
+from collections.abc import Callable, Iterable, Iterator, Sized
 from types import TracebackType
 from typing import Any, Protocol, TypeVar
 
@@ -33,6 +33,8 @@ from alter_publish.interrupts import quiet_worker, starting_workers
 
 T = TypeVar("T")
 R = TypeVar("R")
+#: A task's result: its length is the items of work it stands for.
+S = TypeVar("S", bound=Sized)
 
 #: Less work than this runs inline: a worker process costs ~50 ms (fork) to ~500 ms (fresh).
 PARALLEL_MIN_ITEMS = 4000
@@ -260,15 +262,15 @@ class Workers:
 
     def map_chunks(
         self,
-        function: Callable[[Any], list[R]],
+        function: Callable[[Any], S],
         tasks: Iterable[Any],
         *,
         progress: Progress | None = None,
-    ) -> Iterator[list[R]]:
+    ) -> Iterator[S]:
         """``function(task)`` for every task, results in task order.
 
         ``function`` must be a module-level function (workers import it by name), each
-        task picklable; each result is a list whose length ``progress`` advances by.
+        task picklable; ``progress`` advances by each result's length (a list's: its items).
         """
         results = map(function, tasks) if self._pool is None else self._pool.imap(function, tasks)
         for result in results:

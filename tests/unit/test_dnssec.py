@@ -33,7 +33,7 @@ from alter_publish.dns.ownerwindows import OwnerWindows
 from alter_publish.dns.records import from_zone, labels_of, name_text
 from alter_publish.dns.zonekeys import ZoneKey, ZoneKeyRole
 from alter_publish.errors import SigningError
-from alter_publish.parallel import PARALLEL_MIN_ITEMS
+from alter_publish.parallel import CHUNK_ITEMS, PARALLEL_MIN_ITEMS
 
 NOW = 1767225600
 ORIGIN = dns.name.from_text("example.com.")
@@ -399,7 +399,7 @@ def test_two_workers_sign_the_bytes_one_does_from_new_interpreters() -> None:
     # Enough rrsets for a pool (PARALLEL_MIN_ITEMS jobs). Forked workers kept the signer's
     # pages and copied those it went on touching (~220 MB each at 100,000 handles): the
     # workers are new interpreters, given their inputs with each task.
-    records = from_zone(_big_zone(PARALLEL_MIN_ITEMS // 2))
+    records = from_zone(_big_zone(PARALLEL_MIN_ITEMS))
     spec = DNSSECSpec(denial="nsec3")
     seen = _ChildrenSeen()
     two = sign_records(
@@ -415,3 +415,32 @@ def test_two_workers_sign_the_bytes_one_does_from_new_interpreters() -> None:
     for command_line in seen.command_lines:
         assert command_line != own
         assert b"multiprocessing" in command_line
+
+
+def test_an_owners_rrsigs_that_straddle_two_spans_of_work_are_its_own() -> None:
+    # Three rrsets an owner: some owner's RRSIGs are made in two spans (CHUNK_ITEMS jobs
+    # each), and its lines are taken from both workers' texts.
+    extra = "".join(
+        f'h{n} IN TXT "{n}"\nh{n} IN A 192.0.2.1\nh{n} IN AAAA 2001:db8::1\n'
+        for n in range(CHUNK_ITEMS // 2)
+    )
+    zone = dns.zone.from_text(ZONE_TEXT + extra, origin=ORIGIN, relativize=False)
+    result = sign_records(
+        from_zone(zone), keys=KEYS, spec=DNSSECSpec(denial="nsec3"), window=WINDOW, dnskey_ttl=3600
+    )
+    assert result.signatures > 2 * CHUNK_ITEMS
+    text = ZONE_TEXT + extra + result.records_text
+    assert text.count(" IN RRSIG ") == result.signatures
+    signed = dns.zone.from_text(text, origin=ORIGIN, relativize=False)
+    keyset = {ORIGIN: signed.nodes[ORIGIN].get_rdataset(IN, dns.rdatatype.DNSKEY)}
+    checked = 0
+    for name, rdtype in _rrsets(signed):
+        sigs = signed.nodes[name].get_rdataset(IN, dns.rdatatype.RRSIG, rdtype)
+        if sigs is not None:
+            rdataset = signed.nodes[name].get_rdataset(IN, rdtype)
+            dns.dnssec.validate((name, rdataset), (name, sigs), keyset, ORIGIN, now=NOW)  # type: ignore[arg-type]  # (dnspython accepts Rdataset in the mapping)
+            checked += len(sigs)
+    assert checked == result.signatures
+    for owner, (start, end) in result.blocks.items():
+        lines = result.records_text[start:end].splitlines()
+        assert {line.split()[0] for line in lines} <= {name_text(owner)}

@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import array
 import base64
+import bisect
 import functools
 import operator
 import struct
@@ -81,6 +82,8 @@ _CDNSKEY = dns.rdatatype.CDNSKEY
 _BY_TYPE = operator.attrgetter("rdtype")
 _RRSIG_HEADER = struct.Struct("!HBBIIIH")
 _RR_FIXED = struct.Struct("!HHIH")
+#: An Ed25519 signature's length.
+_SIGNATURE_OCTETS = 64
 #: The types the signer adds (and refuses in the unsigned zone).
 _DNSSEC_TYPES = frozenset({_RRSIG, _NSEC, _NSEC3, _NSEC3PARAM, _DNSKEY, _CDS, _CDNSKEY})
 #: The apex rrsets the KSKs sign: the DNSKEY set, and CDS/CDNSKEY (RFC 7344 4.1: signed
@@ -183,20 +186,28 @@ def _packed(todo: Sequence[_Job], names: Mapping[Labels, str], span: tuple[int, 
     keys = array.array("I")
     prefixes: list[str] = []
     at = 0
+    algorithm = int(ALGORITHM)
     for job in todo[span[0] : span[1]]:
         rrs = job.rrs
-        owner_wire = name_wire(job.owner)
-        signed = job.header + b"".join(
-            owner_wire + fixed(rrs.rdtype, _IN, rrs.ttl, len(wire)) + wire
-            for wire in sorted(set(rrs.wires))
-        )
+        owner, wires, ttl = job.owner, rrs.wires, rrs.ttl
+        owner_wire = name_wire(owner)
+        if len(wires) == 1:  # most rrsets: one record, nothing to sort
+            wire = wires[0]
+            signed = b"".join(
+                (job.header, owner_wire, fixed(rrs.rdtype, _IN, ttl, len(wire)), wire)
+            )
+        else:
+            signed = job.header + b"".join(
+                owner_wire + fixed(rrs.rdtype, _IN, ttl, len(wire)) + wire
+                for wire in sorted(set(wires))
+            )
         inputs.append(signed)
         at += len(signed)
         ends.append(at)
         keys.append(job.signer.index)
         prefixes.append(
-            f"{names[job.owner]} {rrs.ttl} IN RRSIG {_rdtype_text(rrs.rdtype)} "
-            f"{int(ALGORITHM)} {job.header[3]} {rrs.ttl} {job.signer.suffix_text} "
+            f"{names[owner]} {ttl} IN RRSIG {_rdtype_text(rrs.rdtype)} "
+            f"{algorithm} {job.header[3]} {ttl} {job.signer.suffix_text} "
         )
     return b"".join(inputs), ends.tobytes(), keys.tobytes(), "\n".join(prefixes)
 
@@ -207,19 +218,72 @@ def _packed_spans(todo: Sequence[_Job], names: Mapping[Labels, str]) -> Iterator
         yield _packed(todo, names, span)
 
 
-def _sign_task(task: _Packed) -> list[tuple[bytes, str]]:
-    """Sign one packed span of jobs with the shared raw keys (in a worker, or inline):
-    each RRSIG's signature and its master-file line."""
+#: A worker's signatures for a packed span: the signatures end to end (64 octets each),
+#: the RRSIG lines end to end, and where each line ends in them (``array("I")`` bytes).
+#: Three objects, not three a job: a parent that took in 300,000 small ones, kept some
+#: and dropped the rest was left with ~290 MB of its allocator's pools half used.
+_SignedSpan = tuple[bytes, str, bytes]
+
+
+def _sign_task(task: _Packed) -> _SignedSpan:
+    """Sign one packed span of jobs with the shared raw keys (in a worker, or inline)."""
     inputs, ends, keys, prefixes = task
     private = [SigningKey.from_seed(raw) for raw in shared()]
-    done = []
-    start = 0
+    signatures: list[bytes] = []
+    lines: list[str] = []
+    line_ends = array.array("I")
+    start = at = 0
     spans = zip(array.array("I", ends), array.array("I", keys), prefixes.split("\n"), strict=True)
     for end, key, prefix in spans:
         signature = private[key].sign(inputs[start:end])
         start = end
-        done.append((signature, f"{prefix}{base64.b64encode(signature).decode('ascii')}\n"))
-    return done
+        line = f"{prefix}{base64.b64encode(signature).decode('ascii')}\n"
+        signatures.append(signature)
+        lines.append(line)
+        at += len(line)
+        line_ends.append(at)
+    return b"".join(signatures), "".join(lines), line_ends.tobytes()
+
+
+class _SignedLines:
+    """The RRSIG lines of every job, in job order, as the workers' texts gave them."""
+
+    def __init__(self) -> None:
+        self._texts: list[str] = []
+        self._starts: list[int] = []  # where each text starts, the texts end to end
+        self._ends = array.array("Q")  # where each job's line ends, the texts end to end
+        self._size = 0
+
+    def __len__(self) -> int:
+        return len(self._ends)
+
+    def add(self, text: str, ends: bytes) -> None:
+        """Take in a worker's lines (``ends``: where each ends in ``text``)."""
+        base = self._size
+        self._texts.append(text)
+        self._starts.append(base)
+        self._ends.extend(base + end for end in array.array("I", ends))
+        self._size += len(text)
+
+    def lines(self, first: int, stop: int) -> str:
+        """The lines of jobs ``first`` to ``stop`` (excluded), end to end."""
+        if stop <= first:
+            return ""
+        start = self._ends[first - 1] if first else 0
+        end = self._ends[stop - 1]
+        index = bisect.bisect_right(self._starts, start) - 1
+        pieces = []
+        while start < end:
+            text, base = self._texts[index], self._starts[index]
+            upto = min(end, base + len(text))
+            pieces.append(text[start - base : upto - base])
+            start = upto
+            index += 1
+        return "".join(pieces)
+
+    def clear(self) -> None:
+        """Drop the texts."""
+        self._texts.clear()
 
 
 def _raw(key: ZoneKey) -> bytes:
@@ -276,7 +340,6 @@ def sign_records(
             where=origin_text,
         )
     signers = _SignerCache(keys, origin, window, spec if spread else None)
-    signing = signers.signing
     owners: Owners = {}
     for labels, rrsets in records.owners.items():
         for rrs in rrsets:
@@ -287,60 +350,29 @@ def sign_records(
                     where=origin_text,
                 )
         owners[labels] = list(rrsets)
-    denial_ttl = negative_ttl(records)
-    owners[origin].extend(_apex_key_rrsets(origin, keys, dnskey_ttl))
-    names = dict(records.names)
-    shape = zone_shape(records)
-    signed_names = list(shape.authoritative)
-    if spec.denial == "nsec3":
-        hashed = add_nsec3_chain(owners, origin, shape, denial_ttl, spec)
-        signed_names.extend(hashed)
-        names.update(hashed_owner_texts(hashed, origin_text))
-    else:
-        add_nsec_chain(owners, names, shape, denial_ttl)
-    todo: list[_Job] = []
-    max_ttl = renewed = 0
-    since = -1 if renewed_since is None else renewed_since
-    for name in signed_names:
-        delegation = name in shape.cuts
-        owner_at, ksks, zsks = signers.of(name)
-        here = owners[name]
-        for rrs in sorted(here, key=_BY_TYPE) if len(here) > 1 else here:
-            if delegation and rrs.rdtype not in (_DS, _NSEC):
-                continue
-            max_ttl = max(max_ttl, rrs.ttl)
-            made = list(_jobs(name, rrs, ksks if rrs.rdtype in _KSK_SIGNED else zsks, owner_at))
-            todo.extend(made)
-            if owner_at.inception > since:
-                renewed += len(made)
-    if progress is not None:
-        progress.start("dnssec", len(todo))
-    # Each span's signing inputs are built here as its task is sent: the inputs (~100 MB
-    # at 100,000 handles) never exist all at once. The workers are new interpreters: a
-    # forked one keeps this process's pages, which it copies as this process goes on
-    # touching them (~200 MB a worker at 100,000 handles).
-    raw_keys = tuple(_raw(key) for key in signing)
-    sigs: dict[int, list[bytes]] = {}  # id(rrs) -> its RRSIG rdatas (rrs objects live on)
-    signed_by: dict[Labels, list[int]] = {}  # owner -> indexes into todo / sig_lines
-    sig_lines: list[str] = []
-    # Each chunk is taken in while the workers sign the next: no list of every result.
-    with Workers(jobs, raw_keys, size=len(todo), fresh=True) as pool:
-        for result in pool.map_chunks(_sign_task, _packed_spans(todo, names), progress=progress):
-            for signature, line in result:
-                job = todo[len(sig_lines)]
-                sigs.setdefault(id(job.rrs), []).append(job.header + signature)
-                signed_by.setdefault(job.owner, []).append(len(sig_lines))
-                sig_lines.append(line)
+    # The signers are fresh interpreters (~0.5 s to start), started while the chain and
+    # the jobs are made. A forked one would keep this process's pages, and copy those this
+    # process goes on touching (~200 MB a worker at 100,000 handles). About one job an
+    # rrset and one an NSEC or NSEC3 record: small zones are signed inline.
+    size = sum(len(rrsets) for rrsets in owners.values()) + len(owners)
+    raw_keys = tuple(_raw(key) for key in signers.signing)
+    with Workers(jobs, raw_keys, size=size, fresh=True) as pool:
+        names, todo, owner_jobs, (max_ttl, renewed) = _jobs_of(
+            records, owners, signers, (keys, dnskey_ttl), spec, renewed_since
+        )
+        if progress is not None:
+            progress.start("dnssec", len(todo))
+        sigs, sig_lines = _signatures(pool, todo, names, progress)
     signatures = len(sig_lines)
     if progress is not None:
         progress.done()
     served = tuple(
-        SignedRRs(labels, rrs.rdtype, rrs.ttl, rrs.wires, tuple(sigs.get(id(rrs), ())))
+        SignedRRs(labels, rrs.rdtype, rrs.ttl, rrs.wires, sigs.get(id(rrs), ()))
         for labels, rrsets in owners.items()
         for rrs in rrsets
     )
-    del sigs
-    parts, blocks = _dnssec_text(owners, names, signed_by, sig_lines)
+    del sigs, todo
+    parts, blocks = _dnssec_text(owners, names, owner_jobs, sig_lines)
     ds_lines = ds_records(dns.name.Name(origin), keys, dnskey_ttl)
     return SignedZone(
         records_parts=parts,
@@ -353,6 +385,80 @@ def sign_records(
         rrsets=served,
         renewed=renewed,
     )
+
+
+def _jobs_of(
+    records: ZoneRecords,
+    owners: Owners,
+    signers: _SignerCache,
+    apex_keys: tuple[Sequence[ZoneKey], int],
+    spec: DNSSECSpec,
+    renewed_since: int | None,
+) -> tuple[dict[Labels, str], list[_Job], dict[Labels, tuple[int, int]], tuple[int, int]]:
+    """Add the DNSKEY (CDS, CDNSKEY) rrsets and the NSEC or NSEC3 chain to ``owners``
+    (``apex_keys``: the zone keys and the DNSKEY TTL); then every signing job.
+
+    Returns:
+        Every owner's text, the jobs, each signed owner's jobs (consecutive: first and
+        stop), and (the largest TTL signed, the RRSIGs whose window started after
+        ``renewed_since``).
+    """
+    origin = records.origin
+    keys, dnskey_ttl = apex_keys
+    denial_ttl = negative_ttl(records)
+    owners[origin].extend(_apex_key_rrsets(origin, keys, dnskey_ttl))
+    names = dict(records.names)
+    shape = zone_shape(records)
+    signed_names = list(shape.authoritative)
+    if spec.denial == "nsec3":
+        hashed = add_nsec3_chain(owners, origin, shape, denial_ttl, spec)
+        signed_names.extend(hashed)
+        names.update(hashed_owner_texts(hashed, name_text(origin)))
+    else:
+        add_nsec_chain(owners, names, shape, denial_ttl)
+    todo: list[_Job] = []
+    max_ttl = renewed = 0
+    since = -1 if renewed_since is None else renewed_since
+    owner_jobs: dict[Labels, tuple[int, int]] = {}
+    for name in signed_names:
+        delegation = name in shape.cuts
+        owner_at, ksks, zsks = signers.of(name)
+        here = owners[name]
+        first = len(todo)
+        for rrs in sorted(here, key=_BY_TYPE) if len(here) > 1 else here:
+            if delegation and rrs.rdtype not in (_DS, _NSEC):
+                continue
+            max_ttl = max(max_ttl, rrs.ttl)
+            todo.extend(_jobs(name, rrs, ksks if rrs.rdtype in _KSK_SIGNED else zsks, owner_at))
+        if len(todo) > first:
+            owner_jobs[name] = (first, len(todo))
+            if owner_at.inception > since:
+                renewed += len(todo) - first
+    return names, todo, owner_jobs, (max_ttl, renewed)
+
+
+def _signatures(
+    pool: Workers, todo: Sequence[_Job], names: Mapping[Labels, str], progress: Progress | None
+) -> tuple[dict[int, tuple[bytes, ...]], _SignedLines]:
+    """Sign ``todo`` on ``pool``: per rrset (by ``id``), its RRSIG rdatas; every RRSIG line.
+
+    Each span's signing inputs are built here as its task is sent (the inputs, ~100 MB
+    at 100,000 handles, never exist all at once), and each span's signatures taken in
+    while the workers sign the next (no list of every result).
+    """
+    sigs: dict[int, tuple[bytes, ...]] = {}  # the rrs objects live on
+    sig_lines = _SignedLines()
+    for blob, text, ends in pool.map_chunks(_sign_task, _packed_spans(todo, names)):
+        first = len(sig_lines)
+        for number, at in enumerate(range(0, len(blob), _SIGNATURE_OCTETS), start=first):
+            job = todo[number]
+            rdata = job.header + blob[at : at + _SIGNATURE_OCTETS]
+            had = sigs.get(id(job.rrs))
+            sigs[id(job.rrs)] = (rdata,) if had is None else (*had, rdata)
+        sig_lines.add(text, ends)
+        if progress is not None:
+            progress.advance(len(sig_lines) - first)
+    return sigs, sig_lines
 
 
 def _apex_key_rrsets(origin: Labels, keys: Sequence[ZoneKey], ttl: int) -> list[RRs]:
@@ -392,14 +498,14 @@ _PART_LINES = 4096
 def _dnssec_text(
     owners: Owners,
     names: Mapping[Labels, str],
-    signed_by: Mapping[Labels, list[int]],
-    sig_lines: list[str],
+    owner_jobs: Mapping[Labels, tuple[int, int]],
+    sig_lines: _SignedLines,
 ) -> tuple[tuple[str, ...], dict[Labels, tuple[int, int]]]:
     """Master-file lines of every DNSSEC record, owners in canonical order, each owner's
-    DNSKEY/NSEC/NSEC3/NSEC3PARAM first, then its RRSIGs by covered type, as consecutive
-    parts of :data:`_PART_LINES` lines or so; and where each owner's lines start and end
-    in that (ASCII) text. ``sig_lines`` is emptied as its lines go into the parts (each
-    line then lives in one part only, never also in one whole text)."""
+    DNSKEY/NSEC/NSEC3/NSEC3PARAM first, then its RRSIGs by covered type (``owner_jobs``:
+    its jobs' lines in ``sig_lines``), as consecutive parts of :data:`_PART_LINES` pieces
+    or so; and where each owner's lines start and end in that (ASCII) text.
+    ``sig_lines`` is dropped once its lines are in the parts."""
     parts: list[str] = []
     lines: list[str] = []
     blocks: dict[Labels, tuple[int, int]] = {}
@@ -415,11 +521,11 @@ def _dnssec_text(
                     line = f"{owner} {rrs.ttl} IN {rdtype} {text}\n"
                     lines.append(line)
                     at += len(line)
-        for number in signed_by.get(name, ()):
-            line = sig_lines[number]
-            lines.append(line)
-            at += len(line)
-            sig_lines[number] = ""
+        jobs = owner_jobs.get(name)
+        if jobs is not None:
+            signed = sig_lines.lines(*jobs)
+            lines.append(signed)
+            at += len(signed)
         blocks[name] = (start, at)
         if len(lines) >= _PART_LINES:
             parts.append("".join(lines))
@@ -539,10 +645,8 @@ def rrsig_lines(
         todo.extend(_jobs(name, rrs, ksks if rrs.rdtype in _KSK_SIGNED else zsks, owner_at))
         ends.append(len(todo))
     raw = tuple(_raw(key) for key in signing)
+    sig_lines = _SignedLines()
     with Workers(jobs, raw, size=len(todo)) as pool:
-        done = [
-            line
-            for chunk in pool.map_chunks(_sign_task, _packed_spans(todo, names))
-            for _, line in chunk
-        ]
-    return ["".join(done[start:end]) for start, end in zip([0, *ends], ends, strict=False)]
+        for _, text, line_ends in pool.map_chunks(_sign_task, _packed_spans(todo, names)):
+            sig_lines.add(text, line_ends)
+    return [sig_lines.lines(start, end) for start, end in zip([0, *ends], ends, strict=False)]
